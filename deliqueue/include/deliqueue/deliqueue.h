@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * deliqueue: DeliQueue, the lock-free message queue behind Android 17's
+ * MessageQueue, in C11.
+ *
+ * Who may call what concurrently
+ * ------------------------------
+ *   role       functions                                        may race with
+ *   producer   dq_post*, dq_post_sync_barrier                   everything
+ *   remover    dq_cancel, dq_remove, dq_has,                    everything
+ *              dq_remove_sync_barrier
+ *   any        dq_ref, dq_unref, dq_quit, dq_quit_safely,       everything
+ *              dq_add_idle_handler, dq_remove_idle_handler,
+ *              dq_is_idle, dq_pending, dq_now, dq_atomics
+ *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop     producers, removers, any;
+ *                                                               never a second consumer
+ *
+ * The first thread that calls a consumer function becomes the queue's only
+ * consumer (its "looper"); any other thread calling one gets -EPERM.
+ *
+ * Producers never block and never take a lock: posting is one CAS on the
+ * queue's stack top (plus, rarely, a futex wake when the consumer sleeps past
+ * the new message's due time).  The consumer owns the ordering heap.
+ *
+ * Errors are negative errno values; nothing aborts on bad input.
+ *
+ * Exactly once: every accepted message is delivered once (returned by
+ * dq_next*, or dispatched by dq_loop) or discarded once (removed, cancelled,
+ * dropped by quit or by the last dq_unref); each discard is reported to
+ * dq_options.on_discard, on the thread that discarded it.  A post that
+ * returns an error was not accepted: the caller keeps what it posted and
+ * nothing is reported.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (dq_now()).
+ */
+#ifndef DELIQUEUE_DELIQUEUE_H
+#define DELIQUEUE_DELIQUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dq_queue dq_queue;   /* opaque, reference counted */
+typedef uint64_t dq_token;          /* 0 = none; never reused (process-wide) */
+
+#define DQ_ASYNC 1u                 /* dq_msg.flags: not held by barriers */
+
+typedef struct dq_msg {
+    const void *target;                      /* who handles it; must not be NULL */
+    int32_t     what, arg1, arg2;
+    void       *obj;
+    void      (*callback)(struct dq_msg *m); /* run by dq_loop when set */
+    int64_t     when;                        /* filled in on delivery (0 for front posts) */
+    uint32_t    flags;                       /* DQ_ASYNC; other bits: -EINVAL */
+} dq_msg;
+
+typedef struct dq_options {
+    /* Called exactly once for every accepted message that is not delivered
+       (removed, cancelled, dropped by quit or destroy), on the thread that
+       discarded it; may run concurrently on several threads.  May be NULL.
+       It must not call back into the same queue. */
+    void (*on_discard)(const dq_msg *m, void *ctx);
+    /* Called by dq_loop for a delivered message without a callback. */
+    void (*dispatch)(dq_msg *m, void *ctx);
+    void  *ctx;
+} dq_options;
+
+/* dq_match.fields */
+#define DQ_MATCH_WHAT     1u
+#define DQ_MATCH_OBJ      2u
+#define DQ_MATCH_CALLBACK 4u
+#define DQ_MATCH_ALL_FIELDS (DQ_MATCH_WHAT | DQ_MATCH_OBJ | DQ_MATCH_CALLBACK)
+
+typedef struct dq_match {
+    const void *target;                      /* always compared; must not be NULL */
+    uint32_t    fields;                      /* which of the others to compare */
+    int32_t     what;
+    const void *obj;
+    void      (*callback)(struct dq_msg *m);
+} dq_match;
+
+/* Create a queue.  NULL opts: defaults (no callbacks).
+   Returns NULL with errno = ENOMEM on failure.  Thread: any. */
+dq_queue *dq_create(const dq_options *opts);
+/* Take another reference (e.g. for a producer thread).  Returns q.
+   NULL q: returns NULL.  Thread: any. */
+dq_queue *dq_ref(dq_queue *q);
+/* Drop a reference.  The last one quits the queue if it was never quit
+   (dropping and reporting what is pending) and frees it.  The caller must
+   not be inside a call on q.  NULL: no-op.  Thread: any. */
+void      dq_unref(dq_queue *q);
+
+/* Post a copy of *m.  On success *tok (if tok is not NULL) receives a token
+   for dq_cancel.  Errors: -EINVAL (NULL q or m, NULL target, unknown flag
+   bits, negative when), -ESHUTDOWN (queue is quitting; not accepted),
+   -ENOMEM.  Thread: any. */
+int  dq_post(dq_queue *q, const dq_msg *m, dq_token *tok);                 /* when = now */
+/* when >= 0; when == 0 means front of queue (as dq_post_at_front). */
+int  dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok);
+/* when = now + delay; a negative delay is 0; an overflowing one saturates
+   to INT64_MAX. */
+int  dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok);
+/* Before every timed message; LIFO among front posts. */
+int  dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
+
+/* O(1) cancel of one posted message; on success it is reported to
+   on_discard before this returns.  -ENOENT if it was delivered, removed or
+   never existed (stale tokens included), -EINVAL for token 0, a barrier's
+   token, or NULL q, -ESHUTDOWN if the queue is quitting.  Thread: any. */
+int  dq_cancel(dq_queue *q, dq_token tok);
+/* Remove every pending message matching *m; returns how many (each
+   reported to on_discard before this returns).  0 on bad input
+   (NULL q/m/target, unknown fields bits) or a quitting queue.  Messages
+   posted concurrently may or may not be removed.  Thread: any. */
+size_t dq_remove(dq_queue *q, const dq_match *m);
+/* Whether a pending message matches *m (same matching, no removal). */
+bool dq_has(dq_queue *q, const dq_match *m);
+
+/* Post a sync barrier at now: while it is the earliest item, only
+   DQ_ASYNC messages are delivered.  Errors as dq_post.  Thread: any. */
+int  dq_post_sync_barrier(dq_queue *q, dq_token *tok);
+/* Release a barrier.  -ENOENT if unknown or already removed, -EINVAL for
+   token 0 or NULL q.  Thread: any. */
+int  dq_remove_sync_barrier(dq_queue *q, dq_token tok);
+
+/* Idle handlers run on the consumer thread when it is about to block with
+   nothing due, once per idle period; one that returns false is removed.
+   The same (fn, ctx) may be added several times; remove drops one.
+   Errors: -EINVAL (NULL q or fn), -ENOMEM, -ENOENT (remove: not found),
+   -ESHUTDOWN (add on a quitting queue).  Thread: any. */
+int  dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
+int  dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
+
+/* Consumer side: one consumer thread per queue (-EPERM for another).
+   dq_next blocks until a message is due and copies it to *out;
+   -ESHUTDOWN when the queue has quit and nothing deliverable is left.
+   dq_next_until gives up at deadline (absolute, dq_now() clock) with
+   -ETIMEDOUT; dq_try_next never blocks (-EAGAIN if nothing is due).
+   -EINVAL for NULL q or out. */
+int  dq_next(dq_queue *q, dq_msg *out);
+int  dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline);
+int  dq_try_next(dq_queue *q, dq_msg *out);
+/* Deliver until quit: run each message's callback, or opts.dispatch.
+   Returns 0 after quit, -EPERM / -EINVAL as dq_next. */
+int  dq_loop(dq_queue *q);
+
+/* dq_quit drops (and reports) everything pending; dq_quit_safely drops only
+   what is due later than now and lets the consumer deliver the rest first.
+   After either, posting returns -ESHUTDOWN.  Idempotent.  Thread: any. */
+void dq_quit(dq_queue *q);
+void dq_quit_safely(dq_queue *q);
+
+/* True when nothing is due now (the consumer would block).  O(pending). */
+bool dq_is_idle(dq_queue *q);
+/* Messages accepted and neither delivered nor discarded (barriers not
+   counted).  O(pending).  A snapshot: may be stale under concurrency. */
+size_t dq_pending(dq_queue *q);
+int64_t dq_now(void);
+/* Which atomics the running code uses: "x86_64", "arm64-llsc",
+   "arm64-lse", "arm64-outline". */
+const char *dq_atomics(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELIQUEUE_DELIQUEUE_H */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The message spec shared by deliqueue, the legacy queue and every baseline:
+ * validation of posted messages, matching for remove/has, and the one
+ * ordering key (when, seq) with its comparators.  Pure functions; any thread.
+ */
+#ifndef DELIQUEUE_MSG_H
+#define DELIQUEUE_MSG_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <deliqueue/deliqueue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Internal due key of a front post: before every timed message (timed keys
+   are >= 0).  Chosen so that a comparator built on subtraction overflows. */
+#define DQ_KEY_FRONT INT64_MIN
+
+/* 0 if *m may be posted, else -EINVAL. */
+static inline int dq_msg_check(const dq_msg *m)
+{
+    if (m == NULL || m->target == NULL || (m->flags & ~DQ_ASYNC) != 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* 0 if *match is usable, else -EINVAL. */
+static inline int dq_match_check(const dq_match *match)
+{
+    if (match == NULL || match->target == NULL ||
+        (match->fields & ~(uint32_t)DQ_MATCH_ALL_FIELDS) != 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* Whether message fields (target, what, obj, callback) satisfy *match.
+   Branchless on the optional fields: every field is compared, and the
+   comparison of a field not asked for is masked out. */
+static inline bool dq_match_fields(const dq_match *match, const void *target,
+                                   int32_t what, const void *obj,
+                                   void (*callback)(dq_msg *))
+{
+    uint32_t miss = 0;
+    miss |= (uint32_t)(what != match->what) * DQ_MATCH_WHAT;
+    miss |= (uint32_t)(obj != match->obj) * DQ_MATCH_OBJ;
+    miss |= (uint32_t)(callback != match->callback) * DQ_MATCH_CALLBACK;
+    return target == match->target && (miss & match->fields) == 0;
+}
+
+static inline bool dq_match_msg(const dq_match *match, const dq_msg *m)
+{
+    return dq_match_fields(match, m->target, m->what, m->obj, m->callback);
+}
+
+/* when = now + delay with Android's rules: negative delay is 0, overflow
+   saturates at INT64_MAX. */
+static inline int64_t dq_when_after(int64_t now, int64_t delay)
+{
+    if (delay < 0)
+        delay = 0;
+    return now > INT64_MAX - delay ? INT64_MAX : now + delay;
+}
+
+/* Ordering key: due key, then insertion sequence.  Front posts have
+   key == DQ_KEY_FRONT and a decreasing seq, which makes them LIFO. */
+typedef struct dq_key {
+    int64_t when;
+    int64_t seq;
+} dq_key;
+
+/* -1, 0, +1 without subtraction (so without overflow) and without a
+   branch: compilers emit two setcc/cset and a subtract. */
+static inline int dq_sign_cmp(int64_t a, int64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+/* The seeds' branchless comparator: sign(when) * 2 + sign(seq).  Its sign
+   is the lexicographic order; correct over the whole int64 range. */
+static inline int dq_key_cmp(dq_key a, dq_key b)
+{
+#ifdef DQ_MUTANT_CMP_SUB_OVERFLOW
+    /* mutant: the tempting subtraction, which overflows for front keys */
+    int64_t d = a.when - b.when;
+    return ((d > 0) - (d < 0)) * 2 + dq_sign_cmp(a.seq, b.seq);
+#else
+    return dq_sign_cmp(a.when, b.when) * 2 + dq_sign_cmp(a.seq, b.seq);
+#endif
+}
+
+static inline bool dq_key_less(dq_key a, dq_key b)
+{
+    return dq_key_cmp(a, b) < 0;
+}
+
+/* The branchy comparator, kept only as the benchmark's contender. */
+static inline bool dq_key_less_branchy(dq_key a, dq_key b)
+{
+    if (a.when != b.when)
+        return a.when < b.when;
+    return a.seq < b.seq;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELIQUEUE_MSG_H */

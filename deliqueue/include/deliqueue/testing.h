@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Test hooks, present only in the //deliqueue:deliqueue_testing build
+ * (compiled with DQ_TEST_CLOCK); release builds have none of this.
+ *
+ * The manual clock makes timing semantics deterministic: while it is on,
+ * dq_now() returns the manual time, and blocking consumer calls re-check it
+ * at least every millisecond of real time (so a test that advances it from
+ * another thread unblocks them).  Process-wide; any thread.
+ */
+#ifndef DELIQUEUE_TESTING_H
+#define DELIQUEUE_TESTING_H
+
+#include <stdint.h>
+
+#ifndef DQ_TEST_CLOCK
+#error "deliqueue/testing.h needs the //deliqueue:deliqueue_testing build"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Switch dq_now() to a manual clock reading now_ns (>= 0). */
+void dq_test_clock_set(int64_t now_ns);
+/* Advance the manual clock (no-op with a negative delta). */
+void dq_test_clock_advance(int64_t delta_ns);
+/* Back to CLOCK_MONOTONIC. */
+void dq_test_clock_real(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELIQUEUE_TESTING_H */
