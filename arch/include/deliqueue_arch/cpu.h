@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * deliqueue_arch/cpu.h: which atomic instructions this CPU and this build use.
+ *
+ * Who may call what concurrently
+ * ------------------------------
+ *   every function here: any thread, any time, races with everything.
+ *   The answers are constants of the process (the CPU does not change
+ *   under a running process; AT_HWCAP is fixed at exec).
+ *
+ * The build variants (SPEC §2 "Atomics on arm64", issue 4):
+ *   name            compiled with                        hot atomics are
+ *   "x86_64"        (host)                               lock cmpxchg / xchg / lock xadd
+ *   "arm64-llsc"    -march=armv8-a -mno-outline-atomics  ldaxr/stlxr retry loops
+ *   "arm64-lse"     -march=armv8.1-a                     cas / swp / ldadd (one instruction)
+ *   "arm64-outline" -moutline-atomics (+DQ_ATOMICS_OUTLINE)  calls to __aarch64_* helpers,
+ *                                                        which test a flag on every call
+ *   dispatched      both llsc and lse copies, picked once at load time by
+ *                   GNU ifunc resolvers from AT_HWCAP; reports the copy chosen.
+ *
+ * dq_atomics() (declared in <deliqueue/deliqueue.h>) is implemented in
+ * arch/atomics_name.c and reports the row of the code that runs.
+ */
+#ifndef DELIQUEUE_ARCH_CPU_H
+#define DELIQUEUE_ARCH_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* AT_HWCAP of this process (0 where there is no auxiliary vector). */
+uint64_t dq_arch_hwcap(void);
+
+/* Whether the CPU has the ARMv8.1 Large System Extensions (cas, swp, ldadd):
+   AT_HWCAP & HWCAP_ATOMICS on Linux/arm64; false on every other target. */
+bool dq_arch_cpu_has_lse(void);
+
+/* The best atomics this CPU could run, whatever this build uses:
+   "x86_64", "arm64-lse", "arm64-llsc" or "generic". */
+const char *dq_arch_cpu_best_atomics(void);
+
+/* The atomics the code of the calling build variant uses; the same string
+   as dq_atomics() in non-dispatched builds.  Constant, never NULL. */
+const char *dq_arch_build_atomics(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELIQUEUE_ARCH_CPU_H */
