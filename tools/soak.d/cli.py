@@ -1,0 +1,397 @@
+"""tools/soak: run the stress binary on many targets, write a report.
+
+See `tools/soak --help` and the README section "Soak runs (main job)".
+Exit status: 0 every run completed and passed; 1 some run FAILED or was
+LOST; 2 bad usage; 3 nothing could be run (setup error)."""
+
+import argparse
+import datetime
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import report
+import runner
+import targets as targets_mod
+import transports
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+LAUNCHER = os.path.join(REPO, "tools", "soak")
+STRESS_LABEL = "//stress:dq_stress"
+OWNED_FLAGS = ("--duration", "--seed", "--json")
+DEFAULT_STRESS = [("--producers", "2"), ("--removers", "1"), ("--cancellers", "1"),
+                  ("--barriers", "1")]
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="tools/soak", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Soak-test the deliqueue stress binary on many targets in parallel "
+                    "and write report.md / report.html.",
+        epilog=targets_mod.__doc__ + "\nExit: 0 all passed, 1 a run failed or was lost, "
+                                     "2 usage, 3 setup error.")
+    p.add_argument("--targets", default=targets_mod.DEFAULT_TARGETS,
+                   help="comma-separated target specs (default: %(default)s)")
+    p.add_argument("--duration", type=float, default=20.0,
+                   help="seconds per run (default: %(default)s)")
+    p.add_argument("--seeds", default="1",
+                   help="a count N (N random seeds) or a comma-separated list (default: 1)")
+    p.add_argument("--seed", type=int, action="append", default=[],
+                   help="one exact seed (repeatable; overrides --seeds)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="runs at once (default: nproc = %(default)s)")
+    p.add_argument("--out", help="output directory (default: soak-results/<UTC time>)")
+    p.add_argument("--stress-flags", default="",
+                   help="extra flags for the stress binary, e.g. '--producers=4 "
+                        "--scenario=NAME' (the launcher owns --duration/--seed/--json)")
+    p.add_argument("--binary", action="append", default=[], metavar="CONFIG=PATH",
+                   help="use this binary for CONFIG instead of building it (repeatable)")
+    p.add_argument("--no-build", action="store_true",
+                   help="do not run bazel: every config needs --binary")
+    p.add_argument("--bazel", default="bazel", help="bazel command (default: %(default)s)")
+    p.add_argument("--bazel-flags", default="",
+                   help="extra bazel build flags, e.g. '--copt=-DDQ_MUTANT_DELIVER_NO_CAS'")
+    p.add_argument("--grace", type=float,
+                   help="seconds past --duration before a run counts as hung "
+                        "(default: 30 + 5%% of the duration)")
+    p.add_argument("--connection-grace", type=float, default=60.0,
+                   help="seconds a remote target may be unreachable before its run is "
+                        "LOST (default: %(default)s)")
+    p.add_argument("--remote-config", action="append", default=[], metavar="ARCH=CONFIG",
+                   help="config for remote targets by `uname -m` (default: x86_64=host, "
+                        "aarch64=arm64-dispatch)")
+    p.add_argument("--ssh-config", help="ssh -F file for ssh targets")
+    p.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
+                   help="ssh -o option for ssh targets (repeatable)")
+    p.add_argument("--adb", default="adb", help="adb command for adb targets")
+    p.add_argument("--qemu", default="qemu-aarch64", help="qemu-user binary for arm64")
+    p.add_argument("--sysroot", default=os.path.join(REPO, ".sysroot", "arm64"),
+                   help="arm64 sysroot for qemu -L (default: %(default)s)")
+    p.add_argument("--keep-remote", action="store_true",
+                   help="leave the remote work directories in place")
+    p.add_argument("--poll-interval", type=float, help="seconds between polls")
+    p.add_argument("--screenshot", action="store_true",
+                   help="save report.png of report.html with headless chromium")
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    a = p.parse_args(argv)
+    if a.duration <= 0 or a.jobs <= 0:
+        p.error("--duration and --jobs must be positive")
+    return a
+
+
+def parse_seeds(a):
+    if a.seed:
+        return a.seed
+    text = a.seeds.strip()
+    if "," in text:
+        try:
+            return [int(s) for s in text.split(",") if s.strip()]
+        except ValueError:
+            raise UsageError("--seeds: not a list of integers: %r" % text)
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError("--seeds: a count or a comma-separated list, not %r" % text)
+    if n <= 0:
+        raise UsageError("--seeds: count must be positive")
+    rng = random.SystemRandom()
+    return [rng.randrange(1, 2 ** 31) for _ in range(n)]
+
+
+def stress_flags(a):
+    flags = dict(DEFAULT_STRESS)
+    interval = min(60.0, max(1.0, a.duration / 100.0))
+    flags["--progress-interval"] = "%g" % interval
+    for w in shlex.split(a.stress_flags):
+        name, eq, value = w.partition("=")
+        if not name.startswith("--") or not eq:
+            raise UsageError("--stress-flags: %r is not --name=value" % w)
+        if name in OWNED_FLAGS:
+            raise UsageError("--stress-flags: %s is set by the launcher" % name)
+        flags[name] = value
+    return ["%s=%s" % kv for kv in flags.items()]
+
+
+def parse_pairs(items, what):
+    out = {}
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k or not v:
+            raise UsageError("%s: expected KEY=VALUE, got %r" % (what, item))
+        out[k] = v
+    return out
+
+
+def elf_machine(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        return None
+    return ELF_MACHINES.get(int.from_bytes(head[18:20], "little" if head[5] == 1 else "big"),
+                            "elf-machine-%d" % int.from_bytes(head[18:20], "little"))
+
+
+# ----------------------------------------------------------------------
+class Options:
+    """Settings the transports and runs read (one object, shared read-only)."""
+
+    def __init__(self, a, out_dir, seeds_given):
+        self.a = a
+        self.qemu, self.sysroot, self.adb = a.qemu, a.sysroot, a.adb
+        self.ssh_config, self.ssh_options = a.ssh_config, a.ssh_option
+        self.keep_remote, self.poll_interval = a.keep_remote, a.poll_interval
+        self.connection_grace = a.connection_grace
+        self.control_dir = tempfile.mkdtemp(prefix="soak-ssh-")  # short: socket path limit
+        self.out_dir = out_dir
+        self.missing = {}
+        self.binaries = {}
+
+    def launcher_repro(self, run):
+        a = self.a
+        words = [LAUNCHER, "--targets=" + run.target.spec(), "--seed=%d" % run.seed,
+                 "--duration=%g" % run.duration,
+                 "--stress-flags=" + " ".join(run.stress_flags)]
+        if run.binary:
+            words += ["--no-build", "--binary", "%s=%s" % (run.target.config, run.binary)]
+        if a.grace is not None:
+            words.append("--grace=%g" % a.grace)
+        if run.target.kind == "ssh":
+            if a.ssh_config:
+                words += ["--ssh-config", a.ssh_config]
+            for o in a.ssh_option:
+                words += ["--ssh-option", o]
+        if run.target.kind == "qemu" and a.sysroot != parse_args([]).sysroot:
+            words += ["--sysroot", a.sysroot]
+        return " ".join(shlex.quote(w) for w in words)
+
+
+def log(msg):
+    sys.stderr.write("soak: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def probe_all(tlist, opts, remote_config):
+    """uname -m of every target (in parallel: remote probes can be slow)."""
+    errors = {}
+
+    def one(t):
+        try:
+            tr = transports.make(t, opts.out_dir, opts)
+            arch = tr.probe()
+            if t.kind in ("ssh", "adb"):
+                targets_mod.resolve_config(t, arch, remote_config)
+            else:
+                t.arch = arch
+        except Exception as e:
+            errors[t] = str(e)
+            if t.config is None:
+                t.config = "unknown"
+    threads = [threading.Thread(target=one, args=(t,)) for t in tlist]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return errors
+
+
+def bazel_config_flags(config):
+    if config != "host":
+        return ["--config=" + config]
+    try:
+        with open(os.path.join(REPO, ".bazelrc")) as f:
+            if any(l.startswith("build:host ") for l in f):
+                return ["--config=host"]
+    except OSError:
+        pass
+    return []
+
+
+def build(config, a, out_dir):
+    """bazel build one config and copy the binary to OUT/bin/CONFIG/dq_stress
+    (so the repro command keeps working after the next build)."""
+    logpath = os.path.join(out_dir, "build", config + ".log")
+    os.makedirs(os.path.dirname(logpath), exist_ok=True)
+    flags = bazel_config_flags(config) + shlex.split(a.bazel_flags)
+    t0 = time.time()
+    with open(logpath, "w") as lf:
+        cmd = [a.bazel, "build"] + flags + [STRESS_LABEL]
+        lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
+        lf.flush()
+        p = subprocess.run(cmd, cwd=REPO, stdout=lf, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            raise RuntimeError("bazel build failed (exit %d), see %s" % (p.returncode, logpath))
+        cmd = [a.bazel, "cquery"] + flags + ["--output=files", STRESS_LABEL]
+        lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
+        lf.flush()
+        q = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=lf)
+    files = [l.strip() for l in q.stdout.decode().splitlines() if l.strip()]
+    if q.returncode != 0 or not files:
+        raise RuntimeError("bazel cquery found no output, see %s" % logpath)
+    src = os.path.join(REPO, files[0])
+    dst = os.path.join(out_dir, "bin", config, "dq_stress")
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy2(src, dst)
+    os.chmod(dst, 0o755)
+    return dst, time.time() - t0
+
+
+def default_out():
+    root = os.path.join(REPO, "soak-results")
+    os.makedirs(root, exist_ok=True)
+    ign = os.path.join(root, ".gitignore")
+    if not os.path.exists(ign):
+        with open(ign, "w") as f:
+            f.write("# soak launcher output, never committed\n*\n")
+    return os.path.join(root, datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+
+
+def screenshot(html_path, png_path):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        log("no chromium: skipped the screenshot")
+        return False
+    prof = tempfile.mkdtemp(prefix="soak-chromium-")
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", "--user-data-dir=" + prof, "--screenshot=" + png_path,
+           "--window-size=1280,1000", "file://" + os.path.abspath(html_path)]
+    try:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    except subprocess.TimeoutExpired:
+        pass
+    shutil.rmtree(prof, ignore_errors=True)
+    return os.path.exists(png_path)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    a = parse_args(argv)
+    try:
+        seeds = parse_seeds(a)
+        flags = stress_flags(a)
+        tlist = targets_mod.parse_targets(a.targets)
+        overrides = parse_pairs(a.binary, "--binary")
+        remote_config = dict(targets_mod.DEFAULT_REMOTE_CONFIG)
+        remote_config.update(parse_pairs(a.remote_config, "--remote-config"))
+    except (UsageError, targets_mod.TargetError) as e:
+        print("tools/soak: %s" % e, file=sys.stderr)
+        return 2
+    for cfg, path in overrides.items():
+        if not os.path.isfile(path):
+            print("tools/soak: --binary %s=%s: no such file" % (cfg, path), file=sys.stderr)
+            return 2
+    out_dir = os.path.abspath(a.out or default_out())
+    os.makedirs(out_dir, exist_ok=True)
+    opts = Options(a, out_dir, seeds)
+    started = datetime.datetime.utcnow()
+    t0 = time.time()
+    grace = a.grace if a.grace is not None else 30 + 0.05 * a.duration
+    limit = int(a.duration + grace + 0.999)
+
+    log("out dir %s" % out_dir)
+    probe_errors = probe_all(tlist, opts, remote_config)
+    for t, err in probe_errors.items():
+        log("%s: %s" % (t.name, err))
+
+    # binaries: --binary overrides first, then bazel for the rest
+    configs = []
+    for t in tlist:
+        if t not in probe_errors and t.config not in configs:
+            configs.append(t.config)
+    for cfg in configs:
+        if cfg in overrides:
+            dst = os.path.join(out_dir, "bin", cfg, "dq_stress")
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.abspath(overrides[cfg]) != dst:
+                shutil.copy2(overrides[cfg], dst)
+            os.chmod(dst, 0o755)
+            opts.binaries[cfg] = dst
+        elif a.no_build:
+            opts.missing[cfg] = "--no-build and no --binary %s=PATH" % cfg
+        else:
+            log("building %s (bazel build %s %s) ..." %
+                (cfg, " ".join(bazel_config_flags(cfg) + shlex.split(a.bazel_flags)),
+                 STRESS_LABEL))
+            try:
+                opts.binaries[cfg], took = build(cfg, a, out_dir)
+                log("built %s in %.0fs" % (cfg, took))
+            except Exception as e:
+                opts.missing[cfg] = str(e)
+                log("build of %s failed: %s" % (cfg, e))
+
+    runs = []
+    for seed in seeds:
+        for t in tlist:
+            r = runner.Run(t, seed, a.duration, flags, limit, opts,
+                           os.path.join(out_dir, "runs", "%s__seed%d" % (t.slug, seed)))
+            r.binary = opts.binaries.get(t.config)
+            if t in probe_errors:
+                r.binary = None
+                opts.missing.setdefault(t.config, "target unreachable: " + probe_errors[t])
+            elif r.binary:
+                have = elf_machine(r.binary)
+                want = t.arch or targets_mod.config_arch(t.config)
+                if have and want and have != want and not (have == "aarch64" and
+                                                           want == "arm64"):
+                    r.binary = None
+                    opts.missing.setdefault(
+                        t.config, "binary %s is %s but %s is %s" %
+                        (opts.binaries[t.config], have, t.name, want))
+            runs.append(r)
+    if not runs:
+        log("nothing to run")
+        return 3
+
+    log("%d runs (%d targets x %d seeds), %gs each, limit %ds, --jobs %d" %
+        (len(runs), len(tlist), len(seeds), a.duration, limit, a.jobs))
+    sched = runner.Scheduler(runs, a.jobs, stream=sys.stderr if not a.quiet else
+                             open(os.devnull, "w"))
+    try:
+        sched.run_all()
+    except KeyboardInterrupt:
+        log("interrupted: stopping runs")
+        for r in runs:
+            if r.state != "done":
+                if r.transport:
+                    try:
+                        r.transport.cleanup()
+                    except Exception:
+                        pass
+                r.verdict, r.reason = runner.LOST, "interrupted (the launcher was stopped)"
+    shutil.rmtree(opts.control_dir, ignore_errors=True)
+
+    took = time.time() - t0
+    meta = {"started": started.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "took": "%dm%02ds" % (took // 60, took % 60), "duration": a.duration,
+            "jobs": a.jobs, "seeds": seeds, "stress_flags": flags, "out_dir": out_dir,
+            "command": " ".join(shlex.quote(w) for w in ["tools/soak"] + argv),
+            "limit_s": limit}
+    records = [r.record() for r in runs]
+    verdict, table = report.write_all(out_dir, records, meta)
+    for row in table:
+        print("%-26s %-15s %2d runs %8.3f h %10s ops %4d violations  %s" %
+              (row["target"], row["config"], row["n"], row["hours"], runner.human(row["ops"]),
+               row["violations"], report.verdict_text(row)))
+    if a.screenshot:
+        if screenshot(os.path.join(out_dir, "report.html"), os.path.join(out_dir, "report.png")):
+            print("screenshot: %s" % os.path.join(out_dir, "report.png"))
+    print("soak %s: %d/%d runs passed" %
+          (verdict, sum(1 for r in runs if r.verdict == runner.PASS), len(runs)))
+    print("report: %s" % os.path.join(out_dir, "report.html"))
+    print("        %s" % os.path.join(out_dir, "report.md"))
+    return 0 if verdict == runner.PASS else 1

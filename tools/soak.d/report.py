@@ -1,0 +1,200 @@
+"""The soak report: results.json (everything), report.md, and report.html —
+one page with inline CSS and the throughput plot inlined as an SVG data URI,
+so it can be mailed or attached to a CI run as a single file."""
+
+import base64
+import datetime
+import html
+import json
+import os
+
+import plots
+from runner import FAILED, LOST, PASS, human
+
+VERDICT_ORDER = {FAILED: 0, LOST: 1, PASS: 2}
+
+
+def rows(records):
+    """One row per (target, config), in the order first seen."""
+    out, index = [], {}
+    for r in records:
+        key = (r["target"], r["config"])
+        if key not in index:
+            index[key] = len(out)
+            out.append({"target": r["target"], "config": r["config"], "runs": []})
+        out[index[key]]["runs"].append(r)
+    for row in out:
+        rs = row["runs"]
+        row["n"] = len(rs)
+        row["passed"] = sum(1 for r in rs if r["verdict"] == PASS)
+        row["failed"] = sum(1 for r in rs if r["verdict"] == FAILED)
+        row["lost"] = sum(1 for r in rs if r["verdict"] == LOST)
+        row["hours"] = sum(r["hours"] or 0 for r in rs)
+        row["ops"] = sum(r["ops"] or 0 for r in rs)
+        row["violations"] = sum(r["violations"] or 0 for r in rs)
+        peaks = [r["peak_rss_kb"] for r in rs if r["peak_rss_kb"]]
+        row["peak_rss_kb"] = max(peaks) if peaks else None
+        row["atomics"] = sorted({(r["summary"] or {}).get("atomics") for r in rs} - {None})
+        row["verdict"] = FAILED if row["failed"] else LOST if row["lost"] else PASS
+        row["seeds"] = [r["seed"] for r in rs]
+    return out
+
+
+def mem(kb):
+    if not kb:
+        return "-"
+    return "%.1f MiB" % (kb / 1024.0) if kb >= 1024 else "%d KiB" % kb
+
+
+def verdict_text(row):
+    if row["verdict"] == PASS:
+        return PASS
+    parts = []
+    if row["failed"]:
+        parts.append("%d failed" % row["failed"])
+    if row["lost"]:
+        parts.append("%d lost" % row["lost"])
+    return "%s (%s)" % (row["verdict"], ", ".join(parts))
+
+
+def series(table):
+    out = []
+    for row in table:
+        samples = [(r["summary"] or {}).get("throughput") for r in row["runs"]]
+        out.append(("%s %s" % (row["target"], row["config"]), plots.mean_series(samples)))
+    return out
+
+
+def tail(path, n=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return "(no %s)" % os.path.basename(path)
+
+
+def write_all(out_dir, records, meta):
+    table = rows(records)
+    overall = PASS if all(r["verdict"] == PASS for r in records) and records else \
+        (FAILED if any(r["verdict"] == FAILED for r in records) else LOST)
+    meta = dict(meta, verdict=overall)
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"meta": meta, "runs": records}, f, indent=1)
+    svg = plots.throughput_svg(series(table))
+    with open(os.path.join(out_dir, "throughput.svg"), "w") as f:
+        f.write(svg)
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(markdown(table, records, meta))
+    with open(os.path.join(out_dir, "report.html"), "w") as f:
+        f.write(html_page(table, records, meta, svg))
+    return overall, table
+
+
+def problems(records):
+    return sorted([r for r in records if r["verdict"] != PASS],
+                  key=lambda r: (VERDICT_ORDER[r["verdict"]], r["target"], r["config"], r["seed"]))
+
+
+def markdown(table, records, meta):
+    L = ["# Soak report: %s" % meta["verdict"], "",
+         "- started %s, took %s; %d runs of %gs on %d target/config pairs, --jobs %d" %
+         (meta["started"], meta["took"], len(records), meta["duration"], len(table),
+          meta["jobs"]),
+         "- stress flags: `%s`" % " ".join(meta["stress_flags"]),
+         "- command: `%s`" % meta["command"], "",
+         "| target | config | atomics | runs | hours | operations | violations | "
+         "peak memory | verdict |",
+         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for row in table:
+        L.append("| %s | %s | %s | %d | %.3f | %s | %d | %s | **%s** |" %
+                 (row["target"], row["config"], ", ".join(row["atomics"]) or "-", row["n"],
+                  row["hours"], human(row["ops"]), row["violations"], mem(row["peak_rss_kb"]),
+                  verdict_text(row)))
+    L += ["", "![throughput over time](throughput.svg)", ""]
+    bad = problems(records)
+    if bad:
+        L += ["## Failed and lost runs", ""]
+    for r in bad:
+        L += ["### %s: %s %s, seed %d" % (r["verdict"], r["target"], r["config"], r["seed"]),
+              "", "- reason: %s" % r["reason"],
+              "- logs: `%s/` (stdout.log, stderr.log, run.json)" % rel(r["run_dir"], meta)]
+        for v in r["violation_lines"][:5]:
+            L.append("- `%s`" % v)
+        L += ["- repro (launcher): `%s`" % r["launcher_repro"],
+              "- repro (direct): `%s`" % r["direct_repro"]]
+        if r["binary_repro"]:
+            L.append("- repro (as printed by the binary): `%s`" % r["binary_repro"])
+        L.append("")
+    return "\n".join(L) + "\n"
+
+
+def rel(path, meta):
+    try:
+        return os.path.relpath(path, meta["out_dir"])
+    except ValueError:
+        return path
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
+h1{margin:0 0 4px 0;font-size:24px} h2{font-size:18px;margin-top:28px}
+.meta{color:#555;font-size:13px;margin:2px 0}
+table{border-collapse:collapse;margin-top:14px;font-size:14px}
+th,td{border:1px solid #ccc;padding:5px 10px;text-align:left}
+th{background:#f0f0f0} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.PASS{background:#d9f2d9;color:#145214;font-weight:bold}
+.FAILED{background:#f8d0d0;color:#8b0000;font-weight:bold}
+.LOST{background:#fde7c2;color:#7a4a00;font-weight:bold}
+.banner{display:inline-block;padding:3px 12px;border-radius:4px;margin-left:8px}
+pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;overflow-x:auto;font-size:12px;
+white-space:pre-wrap;word-break:break-all}
+.run{border-left:4px solid #ccc;padding-left:12px;margin:16px 0}
+.run.FAILED{border-color:#c00;background:none;color:inherit;font-weight:normal}
+.run.LOST{border-color:#e69500;background:none;color:inherit;font-weight:normal}
+img.plot{border:1px solid #ddd;margin-top:14px;max-width:100%}
+"""
+
+
+def html_page(table, records, meta, svg):
+    e = html.escape
+    H = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+         "<title>Soak report: %s</title><style>%s</style></head><body>" % (meta["verdict"], CSS),
+         "<h1>deliqueue soak report <span class='banner %s'>%s</span></h1>" %
+         (meta["verdict"], meta["verdict"]),
+         "<p class='meta'>started %s, took %s &middot; %d runs of %gs on %d target/config "
+         "pairs &middot; --jobs %d &middot; seeds %s</p>" %
+         (e(meta["started"]), e(meta["took"]), len(records), meta["duration"], len(table),
+          meta["jobs"], e(", ".join(str(s) for s in meta["seeds"]))),
+         "<p class='meta'>stress flags: <code>%s</code></p>" % e(" ".join(meta["stress_flags"])),
+         "<p class='meta'>command: <code>%s</code></p>" % e(meta["command"]),
+         "<table><tr><th>target</th><th>config</th><th>atomics</th><th>runs</th>"
+         "<th>hours</th><th>operations</th><th>violations</th><th>peak memory</th>"
+         "<th>verdict</th></tr>"]
+    for row in table:
+        H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td>"
+                 "<td class='n'>%.3f</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
+                 "<td class='n'>%s</td><td class='%s'>%s</td></tr>" %
+                 (e(row["target"]), e(row["config"]), e(", ".join(row["atomics"]) or "-"),
+                  row["n"], row["hours"], row["ops"], human(row["ops"]), row["violations"],
+                  mem(row["peak_rss_kb"]), row["verdict"], e(verdict_text(row))))
+    H.append("</table>")
+    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    H.append("<img class='plot' alt='throughput over time per target' src='%s'>" % uri)
+    bad = problems(records)
+    if bad:
+        H.append("<h2>Failed and lost runs</h2>")
+    for r in bad:
+        H.append("<div class='run %s'><b>%s</b>: %s %s, seed %d<br>reason: %s<br>"
+                 "logs: <code>%s/</code>" %
+                 (r["verdict"], r["verdict"], e(r["target"]), e(r["config"]), r["seed"],
+                  e(r["reason"]), e(rel(r["run_dir"], meta))))
+        if r["violation_lines"]:
+            H.append("<pre>%s</pre>" % e("\n".join(r["violation_lines"][:5])))
+        H.append("repro (launcher):<pre>%s</pre>repro (direct):<pre>%s</pre>" %
+                 (e(r["launcher_repro"]), e(r["direct_repro"])))
+        H.append("last lines of stderr.log:<pre>%s</pre></div>" %
+                 e(tail(os.path.join(r["run_dir"], "stderr.log"))))
+    H.append("<p class='meta'>generated %s by tools/soak; full data in results.json, "
+             "per-run logs under runs/.</p></body></html>" %
+             datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M:%S UTC"))
+    return "\n".join(H)
