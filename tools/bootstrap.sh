@@ -1,0 +1,183 @@
+#!/bin/bash
+# tools/bootstrap.sh: make this Debian 12 machine able to build and test
+# deliqueue in every config. Idempotent; a machine that is already set up
+# takes a couple of seconds (nothing is fetched or unpacked again).
+#
+#   1. apt packages (Bazel 4.2.3, compilers, qemu-user, system libraries,
+#      tools for soak runs and reports); `apt-get update` runs at most once,
+#      and only when something is missing.
+#   2. The arm64 sysroot .sysroot/arm64 (git-ignored): Debian's arm64 builds
+#      of Criterion, Concurrency Kit, liburcu and their runtime dependencies
+#      (libc6 included, so it is also QEMU_LD_PREFIX). Unpacked with
+#      `dpkg-deb -x`, never installed: the arm64 -dev packages conflict with
+#      the amd64 ones (SPEC §4). Downloaded .debs are cached in
+#      /var/cache/deliqueue/arm64-debs so a fresh clone does not fetch again.
+#   3. .sysroot/bazelrc: the absolute QEMU_LD_PREFIX for the arm64 configs
+#      (imported by //:.bazelrc; Bazel cannot expand %workspace% in flags).
+#   4. binfmt_misc: arm64 ELF files run through qemu-aarch64, so Criterion
+#      can re-execute its own test binary (SPEC §4).
+#   5. vm.mmap_rnd_bits <= 28, which clang-14's TSan runtime needs.
+#
+# Usage: tools/bootstrap.sh [--quiet]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+QUIET=0
+[[ "${1:-}" == "--quiet" ]] && QUIET=1
+say() { [[ $QUIET == 1 ]] || echo "bootstrap: $*" >&2; }
+die() { echo "bootstrap: error: $*" >&2; exit 1; }
+
+SUDO=""
+if [[ $(id -u) != 0 ]]; then
+  command -v sudo >/dev/null && SUDO="sudo" || SUDO="need-root"
+fi
+as_root() {
+  [[ $SUDO == need-root ]] && die "must run as root (or with sudo) to: $*"
+  $SUDO "$@"
+}
+export DEBIAN_FRONTEND=noninteractive
+
+HOST_PACKAGES=(
+  bazel-bootstrap
+  gcc libc6-dev binutils
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu
+  qemu-user qemu-user-binfmt
+  clang-14 libclang-rt-14-dev llvm
+  libck-dev libcriterion-dev liburcu-dev
+  valgrind gnuplot-nox openssh-server chromium python3
+  file dpkg-dev
+)
+
+# Roots of the arm64 sysroot; their Depends are followed recursively.
+ARM64_ROOTS=(libc6 libgcc-s1 libcriterion-dev libck-dev liburcu-dev)
+# Dependencies left out of the sysroot: build tools and the arm64 libc
+# headers (the cross compiler brings its own; see tools/toolchains).
+ARM64_EXCLUDE='^(libc6-dev|linux-libc-dev|libcrypt-dev|libnsl-dev|libtirpc-dev|libc-dev-bin|pkg-config|pkgconf|pkgconf-bin|rpcsvc-proto|gcc-12-base|libtirpc-common)$'
+# Bump when the recipe below changes, to force a rebuild of the sysroot.
+SYSROOT_RECIPE=3
+
+APT_UPDATED=0
+apt_update_once() {
+  if [[ $APT_UPDATED == 0 ]]; then
+    say "apt-get update"
+    as_root apt-get update -qq
+    APT_UPDATED=1
+  fi
+}
+
+installed() {
+  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
+}
+
+# ---- 1. apt packages -------------------------------------------------------
+missing=()
+for p in "${HOST_PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  say "adding dpkg architecture arm64 (for apt-get download only)"
+  as_root dpkg --add-architecture arm64
+  APT_UPDATED=0
+  NEED_ARM64_LISTS=1
+else
+  NEED_ARM64_LISTS=0
+fi
+if ((${#missing[@]})); then
+  apt_update_once
+  say "installing: ${missing[*]}"
+  as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ---- 2. arm64 sysroot ------------------------------------------------------
+SYSROOT="$ROOT/.sysroot/arm64"
+STAMP="$SYSROOT/.deliqueue-sysroot"
+DEB_CACHE="${DELIQUEUE_DEB_CACHE:-/var/cache/deliqueue/arm64-debs}"
+want_stamp="recipe=$SYSROOT_RECIPE roots=${ARM64_ROOTS[*]}"
+if [[ -f "$STAMP" && "$(head -1 "$STAMP")" == "$want_stamp" ]]; then
+  say "arm64 sysroot up to date"
+else
+  [[ $NEED_ARM64_LISTS == 1 ]] && apt_update_once
+  arm64_closure() {
+    apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+      --no-breaks --no-replaces --no-enhances \
+      "${ARM64_ROOTS[@]/%/:arm64}" 2>/dev/null |
+      grep -E '^[a-z0-9][^ ]*:arm64$' | sed 's/:arm64$//' |
+      grep -Ev "$ARM64_EXCLUDE" | sort -u
+  }
+  pkgs=$(arm64_closure)
+  if ! grep -qx libcriterion3 <<<"$pkgs"; then
+    apt_update_once          # package lists without arm64 yet
+    pkgs=$(arm64_closure)
+  fi
+  grep -qx libcriterion3 <<<"$pkgs" || die "cannot resolve arm64 packages (apt lists?)"
+  as_root mkdir -p "$DEB_CACHE"
+  mkdir -p "$ROOT/.sysroot"
+  for p in $pkgs; do
+    ver=$(apt-cache policy "$p:arm64" | awk '/Candidate:/ {print $2}')
+    # apt writes the epoch colon as %3a in file names.
+    file="${p}_${ver//:/%3a}_arm64.deb"
+    if [[ ! -s "$DEB_CACHE/$file" ]]; then
+      say "downloading $p:arm64 $ver"
+      (cd "$DEB_CACHE" && as_root apt-get download -qq "$p:arm64=$ver" 2>&1 |
+        grep -v 'unsandboxed as root' >&2 || true)
+      [[ -s "$DEB_CACHE/$file" ]] || die "download of $p:arm64 failed"
+    fi
+    echo "$DEB_CACHE/$file"
+  done >"$ROOT/.sysroot/debs.tmp"
+  tmp="$ROOT/.sysroot/arm64.tmp"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  say "unpacking $(wc -l <"$ROOT/.sysroot/debs.tmp") arm64 packages into .sysroot/arm64"
+  while read -r deb; do dpkg-deb -x "$deb" "$tmp"; done <"$ROOT/.sysroot/debs.tmp"
+  # Absolute symlinks (e.g. a -dev package's libfoo.so -> /lib/...) would
+  # point into the host; make them relative inside the sysroot.
+  while IFS= read -r -d '' link; do
+    target=$(readlink "$link")
+    if [[ $target == /* ]]; then
+      rel=$(realpath -m --relative-to="$(dirname "$link")" "$tmp$target")
+      ln -sfn "$rel" "$link"
+    fi
+  done < <(find "$tmp" -type l -print0)
+  {
+    echo "$want_stamp"
+    sed 's#.*/##' "$ROOT/.sysroot/debs.tmp"
+  } >"$tmp/.deliqueue-sysroot"
+  rm -f "$ROOT/.sysroot/debs.tmp"
+  rm -rf "$SYSROOT"
+  mv "$tmp" "$SYSROOT"
+  say "arm64 sysroot ready: $(du -sh "$SYSROOT" | cut -f1)"
+fi
+
+# ---- 3. .sysroot/bazelrc ---------------------------------------------------
+rc="$ROOT/.sysroot/bazelrc"
+rc_text="# Generated by tools/bootstrap.sh; imported by //:.bazelrc.
+test:arm64 --test_env=QEMU_LD_PREFIX=$SYSROOT"
+if [[ ! -f "$rc" || "$(cat "$rc")" != "$rc_text" ]]; then
+  printf '%s\n' "$rc_text" >"$rc"
+fi
+
+# ---- 4. binfmt_misc for arm64 ELF -----------------------------------------
+BINFMT=/proc/sys/fs/binfmt_misc
+if [[ ! -e $BINFMT/register ]]; then
+  say "mounting binfmt_misc"
+  as_root mount -t binfmt_misc binfmt_misc $BINFMT
+fi
+if [[ ! -e $BINFMT/qemu-aarch64 ]]; then
+  conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+  [[ -f $conf ]] || die "$conf missing (package qemu-user-binfmt)"
+  say "registering qemu-aarch64 with binfmt_misc"
+  as_root sh -c "cat $conf > $BINFMT/register"
+fi
+if ! grep -qx enabled $BINFMT/qemu-aarch64; then
+  as_root sh -c "echo 1 > $BINFMT/qemu-aarch64"
+fi
+if ! grep -qx enabled $BINFMT/status; then
+  as_root sh -c "echo 1 > $BINFMT/status"
+fi
+
+# ---- 5. ASLR entropy that TSan (clang 14) supports --------------------------
+bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
+if ((bits > 28)); then
+  say "vm.mmap_rnd_bits $bits -> 28 (TSan)"
+  as_root sysctl -q -w vm.mmap_rnd_bits=28 || say "warning: could not lower vm.mmap_rnd_bits; TSan may fail"
+fi
+
+say "ready"
