@@ -36,6 +36,7 @@
 #ifndef DELIQUEUE_DELIQUEUE_H
 #define DELIQUEUE_DELIQUEUE_H
 
+#include <errno.h> /* the negative errno values every call returns */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Entry points any thread may call: create and references, posting,
+ * cancel/remove/has, barriers, idle handlers, quit, snapshots.
+ * Nothing here touches looper-only fields.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <deliqueue/msg.h>
+
+#include "queue.h"
+
+/* ---- create / references ---------------------------------------------- */
+
+dq_queue *dq_create(const dq_options *opts)
+{
+    dq_queue *q = aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
+    dq_core *core = aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
+    if (q == NULL || core == NULL)
+        goto fail;
+    memset(q, 0, sizeof(*q));
+    memset(core, 0, sizeof(*core));
+    if (dq_event_init(&q->wake) != 0)
+        goto fail;
+    if (pthread_mutex_init(&q->idle_lock, NULL) != 0) {
+        dq_event_fini(&q->wake);
+        goto fail;
+    }
+    atomic_init(&q->top, 0);
+    atomic_init(&q->sleep, DQ_AWAKE);
+    atomic_init(&q->users, 0);
+    atomic_init(&q->refs, 1);
+    atomic_init(&q->quit_mode, DQ_RUNNING);
+    atomic_init(&q->quit_time, -1);
+    atomic_init(&q->consumer, 0);
+    if (opts != NULL)
+        q->opts = *opts;
+
+    atomic_init(&core->removals, NULL);
+    atomic_init(&core->epoch, 2);
+    atomic_init(&core->walkers[0], 0);
+    atomic_init(&core->walkers[1], 0);
+    dq_heap_init(&core->sync_heap);
+    dq_heap_init(&core->async_heap);
+    core->next_seq = 1;
+    core->next_front_seq = -1;
+    dq_pool_batch_init(&core->recycled);
+    atomic_init(&q->core, core);
+    return q;
+fail:
+    free(q);
+    free(core);
+    errno = ENOMEM;
+    return NULL;
+}
+
+dq_queue *dq_ref(dq_queue *q)
+{
+    if (q != NULL) /* relaxed: the caller already holds a reference */
+        atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
+    return q;
+}
+
+void dq_unref(dq_queue *q)
+{
+    if (q == NULL)
+        return;
+    /* acq_rel: the last dropper must see every other holder's writes
+       before it tears down (release by them, acquire by it) */
+    if (atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    dq_quit(q);
+    /* We hold the only reference, so no other thread is inside a call on
+       q: tearing down here is the consumer's job done on its behalf. */
+    if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
+        dq_looper_teardown(q);
+    dq_event_fini(&q->wake);
+    pthread_mutex_destroy(&q->idle_lock);
+    free(q->idle);
+    free(q);
+}
+
+/* ---- the tagged user count -------------------------------------------- */
+
+int dq_users_enter(dq_queue *q)
+{
+    uint64_t u = atomic_load_explicit(&q->users, memory_order_relaxed);
+    do {
+        if (u & DQ_USERS_QUIT)
+            return -ESHUTDOWN;
+        /* acquire: nothing of the core is read before we are counted;
+           pairs with the teardown's release when it set the quit bit */
+    } while (!atomic_compare_exchange_weak_explicit(
+        &q->users, &u, u + 1, memory_order_acquire, memory_order_relaxed));
+    return 0;
+}
+
+void dq_users_leave(dq_queue *q)
+{
+    /* release: our use of the core happens before the teardown that reads
+       the count at zero with acquire */
+    uint64_t u = atomic_fetch_sub_explicit(&q->users, 1, memory_order_release);
+    if (u == (DQ_USERS_QUIT | 1))
+        dq_event_signal(&q->wake); /* last one out while quitting */
+}
+
+/* ---- posting ------------------------------------------------------------ */
+
+void dq_wake_consumer(dq_queue *q)
+{
+    /* seq_cst: the caller's change (quit tag, barrier removal) came before
+       this load in the single total order, and the consumer re-reads both
+       after storing its sleep word, so if we read DQ_AWAKE, or our CAS
+       loses to a newer sleep word, the consumer is bound to see the change
+       itself. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (s != DQ_AWAKE &&
+        atomic_compare_exchange_strong_explicit(&q->sleep, &s, DQ_AWAKE,
+                                                memory_order_seq_cst,
+                                                memory_order_relaxed))
+        dq_event_signal(&q->wake);
+}
+
+/* Wake the consumer only if it sleeps past this message's due time (or
+   this message is async and the sleeper is held by a barrier). */
+static void wake_if_needed(dq_queue *q, int64_t due, bool async)
+{
+    /* seq_cst: with the push CAS before it this is one half of a Dekker
+       pair; the consumer stores its sleep word and then re-reads the top
+       (both seq_cst), so either it sees our node or we see it asleep. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (s == DQ_AWAKE)
+        return;
+    bool held = (s & DQ_HELD) != 0;
+    int64_t deadline = s & ~DQ_HELD;
+    if ((held && !async) || due >= deadline)
+        return;
+    /* only the producer that flips it to awake pays for the syscall */
+    if (atomic_compare_exchange_strong_explicit(&q->sleep, &s, DQ_AWAKE,
+                                                memory_order_seq_cst,
+                                                memory_order_relaxed))
+        dq_event_signal(&q->wake);
+}
+
+static int post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due,
+                     bool barrier, dq_token *tok)
+{
+    dq_node *n = dq_pool_get();
+    if (n == NULL)
+        return -ENOMEM;
+    /* The node is ours until the push: plain writes, published by the
+       push CAS (release). */
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state,
+                                                     memory_order_relaxed));
+    if (m != NULL)
+        n->msg = *m;
+    else
+        memset(&n->msg, 0, sizeof(n->msg));
+    n->msg.when = when;
+    n->due = due;
+    n->looper_flags = 0;
+    n->heap.index = DQ_HEAP_NONE;
+    /* relaxed: read only by dq_cancel after it has matched the generation
+       with an acquire load of state, which this store precedes */
+    atomic_store_explicit(&n->owner, q, memory_order_relaxed);
+    /* release: a canceller that acquires PENDING (via a token) sees the
+       payload; the looper and walkers see it through the push below */
+    atomic_store_explicit(&n->state, dq_state_make(gen, barrier, DQ_PENDING),
+                          memory_order_release);
+
+    uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
+    for (;;) {
+        if (top & DQ_TOP_QUIT) {
+            /* Not accepted: take the node back.  Its generation was never
+               handed out, so only a guessed token can have claimed it; then
+               it was accepted and cancelled, and the discard is reported. */
+            uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
+            if (!atomic_compare_exchange_strong_explicit(
+                    &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
+                    memory_order_relaxed, memory_order_relaxed)) {
+                if (tok != NULL)
+                    *tok = dq_node_token(n, gen);
+                return 0;
+            }
+            dq_pool_unget(n);
+            return -ESHUTDOWN;
+        }
+        atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
+        /* seq_cst (a release RMW at least): publishes the node to the
+           looper's and walkers' acquire loads of top, and orders the push
+           before our read of the sleep word (Dekker, see wake_if_needed).
+           Failure: relaxed, we only retry with the fresh top. */
+        if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
+                                                  memory_order_seq_cst,
+                                                  memory_order_relaxed))
+            break;
+    }
+    if (tok != NULL)
+        *tok = dq_node_token(n, gen);
+    wake_if_needed(q, due, m != NULL && (m->flags & DQ_ASYNC));
+    return 0;
+}
+
+int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)
+{
+    if (q == NULL || dq_msg_check(m) != 0 || when < 0)
+        return -EINVAL;
+    return post_node(q, m, when, when == 0 ? DQ_KEY_FRONT : when, false, tok);
+}
+
+int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok)
+{
+    return dq_post_at(q, m, dq_now(), tok);
+}
+
+int dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok)
+{
+    return dq_post_at(q, m, dq_when_after(dq_now(), delay), tok);
+}
+
+int dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok)
+{
+    return dq_post_at(q, m, 0, tok);
+}
+
+int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
+{
+    if (q == NULL)
+        return -EINVAL;
+    int64_t now = dq_now();
+    return post_node(q, NULL, now, now, true, tok);
+}
+
+/* ---- claiming ----------------------------------------------------------- */
+
+void dq_report_discard(dq_queue *q, const dq_node *n)
+{
+    if (q->opts.on_discard != NULL) {
+        dq_msg copy = n->msg;
+        q->opts.on_discard(&copy, q->opts.ctx);
+    }
+}
+
+/* Hand a node we claimed (REMOVED) to the looper for unlinking. */
+static void push_removal(dq_core *core, dq_node *n)
+{
+    dq_node *head = atomic_load_explicit(&core->removals, memory_order_relaxed);
+    do {
+        n->aux_next = head;
+        /* release would do to publish aux_next and our claim to the
+           looper's acquire exchange; seq_cst because a barrier removal then
+           reads the sleep word (Dekker with the consumer's pre-sleep
+           re-check of this list).  Failure relaxed: we retry. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        &core->removals, &head, n, memory_order_seq_cst, memory_order_relaxed));
+}
+
+/* The node for a token if it is q's, and its expected state. */
+static dq_node *token_node(dq_queue *q, dq_token tok, uint64_t *state)
+{
+    dq_node *n = dq_pool_node((uint32_t)(tok & ((UINT64_C(1) << DQ_INDEX_BITS) - 1)));
+    if (n == NULL)
+        return NULL;
+    /* acquire: pairs with post_node's release store of PENDING */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
+    if (dq_state_gen(s) != tok >> DQ_INDEX_BITS)
+        return NULL;
+    /* relaxed: set before the PENDING we matched; a newer value means the
+       node was reused, and then the state CAS fails anyway */
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != q)
+        return NULL;
+    *state = s;
+    return n;
+}
+
+static int claim_token(dq_queue *q, dq_token tok, bool barrier)
+{
+    if (q == NULL || tok == 0)
+        return -EINVAL;
+    int err = dq_users_enter(q);
+    if (err)
+        return err;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    uint64_t s;
+    dq_node *n = token_node(q, tok, &s);
+    if (n == NULL) {
+        err = -ENOENT;
+    } else if (dq_node_is_barrier(s) != barrier) {
+        err = barrier ? -ENOENT : -EINVAL;
+    } else if (dq_state_life(s) != DQ_PENDING ||
+               /* acq_rel: acquire the payload for on_discard, release our
+                  claim to the looper's delivery CAS, which then fails */
+               !atomic_compare_exchange_strong_explicit(
+                   &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
+                   memory_order_acq_rel, memory_order_relaxed)) {
+        err = -ENOENT;
+    } else {
+        if (!barrier)
+            dq_report_discard(q, n);
+#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
+        dq_users_leave(q); /* mutant: we still use the core below */
+        push_removal(core, n);
+        if (barrier)
+            dq_wake_consumer(q);
+        return 0;
+#endif
+        push_removal(core, n);
+        if (barrier)
+            dq_wake_consumer(q); /* held sync messages may now be due */
+    }
+    dq_users_leave(q);
+    return err;
+}
+
+int dq_cancel(dq_queue *q, dq_token tok)
+{
+    return claim_token(q, tok, false);
+}
+
+int dq_remove_sync_barrier(dq_queue *q, dq_token tok)
+{
+    return claim_token(q, tok, true);
+}
+
+/* ---- walking the stack -------------------------------------------------- */
+
+/* A walker holds a grace period: the looper recycles nothing it unlinked
+   after the walker's epoch began until the walker leaves (DESIGN.md). */
+static uint64_t walk_begin(dq_core *core)
+{
+    for (;;) {
+        /* seq_cst on the load, the increment and the re-load: a Dekker
+           pair with the looper's seq_cst check-then-advance; either it
+           sees our count or we see its new epoch and retry */
+        uint64_t e = atomic_load_explicit(&core->epoch, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&core->walkers[e & 1], 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&core->epoch, memory_order_seq_cst) == e)
+            return e;
+        atomic_fetch_sub_explicit(&core->walkers[e & 1], 1, memory_order_release);
+    }
+}
+
+static void walk_end(dq_core *core, uint64_t e)
+{
+    /* release: our reads of nodes happen before the looper's acquire load
+       of a zero count, after which it recycles them */
+    atomic_fetch_sub_explicit(&core->walkers[e & 1], 1, memory_order_release);
+}
+
+static dq_node *walk_first(dq_queue *q)
+{
+    /* acquire: pairs with the push CAS, so the node's payload is visible */
+    return dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
+}
+
+static dq_node *walk_next(dq_node *n)
+{
+    /* acquire: the link was written by a producer before its push or by
+       the looper (release) when it unlinked the node in between */
+    return atomic_load_explicit(&n->next, memory_order_acquire);
+}
+
+static bool pending_message(dq_node *n, uint64_t *state)
+{
+    /* acquire: a node met through the stack is already published; this
+       orders the payload reads after the life check */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
+    *state = s;
+    return dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s);
+}
+
+size_t dq_remove(dq_queue *q, const dq_match *match)
+{
+    if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
+        return 0;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    uint64_t e = walk_begin(core);
+    size_t removed = 0;
+    for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n)) {
+        uint64_t s;
+        if (!pending_message(n, &s) || !dq_match_msg(match, &n->msg))
+            continue;
+        /* acq_rel as in claim_token */
+        if (atomic_compare_exchange_strong_explicit(
+                &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
+                memory_order_acq_rel, memory_order_relaxed)) {
+            dq_report_discard(q, n);
+            push_removal(core, n);
+            removed++;
+        }
+    }
+    walk_end(core, e);
+    dq_users_leave(q);
+    return removed;
+}
+
+bool dq_has(dq_queue *q, const dq_match *match)
+{
+    if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
+        return false;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    uint64_t e = walk_begin(core);
+    bool found = false;
+    for (dq_node *n = walk_first(q); n != NULL && !found; n = walk_next(n)) {
+        uint64_t s;
+        found = pending_message(n, &s) && dq_match_msg(match, &n->msg);
+    }
+    walk_end(core, e);
+    dq_users_leave(q);
+    return found;
+}
+
+size_t dq_pending(dq_queue *q)
+{
+    if (q == NULL || dq_users_enter(q) != 0)
+        return 0;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    uint64_t e = walk_begin(core);
+    size_t count = 0;
+    for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n)) {
+        uint64_t s;
+        count += pending_message(n, &s);
+    }
+    walk_end(core, e);
+    dq_users_leave(q);
+    return count;
+}
+
+/* Idle: nothing deliverable is due.  A due sync message is held when a
+   pending barrier comes before it in (due, insertion) order; the stack
+   lists nodes newest first, so "inserted before" is "further down". */
+bool dq_is_idle(dq_queue *q)
+{
+    if (q == NULL || dq_users_enter(q) != 0)
+        return true;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    uint64_t e = walk_begin(core);
+    int64_t now = dq_now();
+    /* first pass: the earliest barrier (smallest due; among equals the
+       oldest, i.e. the deepest) */
+    int64_t barrier_due = INT64_MAX;
+    size_t barrier_depth = 0, depth = 0;
+    bool have_barrier = false;
+    for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n), depth++) {
+        uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
+        if (dq_state_life(s) == DQ_PENDING && dq_node_is_barrier(s) &&
+            (!have_barrier || n->due <= barrier_due)) {
+            have_barrier = true;
+            barrier_due = n->due;
+            barrier_depth = depth;
+        }
+    }
+    bool idle = true;
+    depth = 0;
+    for (dq_node *n = walk_first(q); n != NULL && idle; n = walk_next(n), depth++) {
+        uint64_t s;
+        if (!pending_message(n, &s) || n->due > now)
+            continue;
+        bool held = have_barrier && !(n->msg.flags & DQ_ASYNC) &&
+                    (n->due > barrier_due ||
+                     (n->due == barrier_due && depth < barrier_depth));
+        idle = held;
+    }
+    walk_end(core, e);
+    dq_users_leave(q);
+    return idle;
+}
+
+/* ---- idle handlers ------------------------------------------------------ */
+
+int dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
+{
+    if (q == NULL || fn == NULL)
+        return -EINVAL;
+    /* relaxed: advisory; a handler added while quitting is never run and
+       is freed with the handle */
+    if (atomic_load_explicit(&q->quit_mode, memory_order_relaxed) != DQ_RUNNING)
+        return -ESHUTDOWN;
+    int err = 0;
+    pthread_mutex_lock(&q->idle_lock);
+    if (q->idle_count == q->idle_capacity) {
+        size_t cap = q->idle_capacity ? q->idle_capacity * 2 : 4;
+        dq_idle_handler *a = realloc(q->idle, cap * sizeof(*a));
+        if (a == NULL) {
+            err = -ENOMEM;
+            goto out;
+        }
+        q->idle = a;
+        q->idle_capacity = cap;
+    }
+    q->idle[q->idle_count++] = (dq_idle_handler){ fn, ctx };
+out:
+    pthread_mutex_unlock(&q->idle_lock);
+    return err;
+}
+
+int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
+{
+    if (q == NULL || fn == NULL)
+        return -EINVAL;
+    int err = -ENOENT;
+    pthread_mutex_lock(&q->idle_lock);
+    for (size_t i = 0; i < q->idle_count; i++) {
+        if (q->idle[i].fn == fn && q->idle[i].ctx == ctx) {
+            memmove(&q->idle[i], &q->idle[i + 1],
+                    (q->idle_count - i - 1) * sizeof(q->idle[0]));
+            q->idle_count--;
+            err = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&q->idle_lock);
+    return err;
+}
+
+/* ---- quitting ----------------------------------------------------------- */
+
+static void quit(dq_queue *q, int mode)
+{
+    if (q == NULL)
+        return;
+    if (mode == DQ_QUIT_SAFELY) {
+        int64_t unset = -1;
+        /* relaxed: quit_time is published by the quit_mode release below */
+        atomic_compare_exchange_strong_explicit(&q->quit_time, &unset, dq_now(),
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+    int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
+    /* release: publishes quit_time; the mode is set before the top tag so
+       a consumer that sees the tag (acquire) sees the mode */
+    while (old < mode &&
+           !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,
+                                                  memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    /* after this no push can succeed (its CAS sees the tag); seq_cst for
+       the Dekker pair with the sleeping consumer (dq_wake_consumer) */
+    atomic_fetch_or_explicit(&q->top, DQ_TOP_QUIT, memory_order_seq_cst);
+    /* acq_rel: new removers and walkers now back off */
+    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
+    dq_wake_consumer(q);
+}
+
+void dq_quit(dq_queue *q) { quit(q, DQ_QUIT_NOW); }
+
+void dq_quit_safely(dq_queue *q) { quit(q, DQ_QUIT_SAFELY); }

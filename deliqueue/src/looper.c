@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Consumer-only code: the looper.  Everything named looper_ runs on the
+ * queue's single consumer thread (or, at the last dq_unref, on the thread
+ * that holds the only reference), and owns the heaps, the back-links and
+ * every field marked "looper only" in node.h and queue.h.
+ *
+ * One step of the looper:
+ *   1. reclaim: advance the walker epoch if it can; recycle retired nodes
+ *      whose grace period is over;
+ *   2. collect: take the removal list, sweep new nodes from the stack top
+ *      down to the boundary (writing back-links, assigning insertion
+ *      sequence numbers in push order, filling the heaps), then unlink the
+ *      removed nodes from stack and heap;
+ *   3. pick the earliest deliverable message; claim it by CAS; or sleep
+ *      until it is due.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <deliqueue/msg.h>
+
+#include "queue.h"
+
+/* ---- consumer identity ------------------------------------------------- */
+
+static uintptr_t self_id(void)
+{
+    static _Thread_local char me;
+    return (uintptr_t)&me;
+}
+
+static int looper_claim(dq_queue *q)
+{
+    uintptr_t me = self_id();
+    /* relaxed: the id is only compared; the consumer's state is handed on
+       by whatever ordered the thread's access to q */
+    uintptr_t cur = atomic_load_explicit(&q->consumer, memory_order_relaxed);
+    if (cur == me)
+        return 0;
+    if (cur == 0 &&
+        atomic_compare_exchange_strong_explicit(&q->consumer, &cur, me,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+        return 0;
+    return -EPERM;
+}
+
+/* ---- heaps -------------------------------------------------------------- */
+
+static bool node_is_barrier(const dq_node *n)
+{
+    /* relaxed: the barrier bit is fixed for the node's generation */
+    return dq_node_is_barrier(atomic_load_explicit(&n->state, memory_order_relaxed));
+}
+
+static dq_heap *heap_of(dq_core *core, const dq_node *n)
+{
+    bool async = !node_is_barrier(n) && (n->msg.flags & DQ_ASYNC);
+    return async ? &core->async_heap : &core->sync_heap;
+}
+
+static void looper_heap_remove(dq_core *core, dq_node *n)
+{
+    if (n->heap.index != DQ_HEAP_NONE)
+        dq_heap_remove(heap_of(core, n), &n->heap);
+}
+
+/* ---- retiring and recycling --------------------------------------------- */
+
+static void looper_retire(dq_core *core, dq_node *n)
+{
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
+    if (gen >= DQ_GEN_MAX)
+        return; /* generations exhausted: never reused, so tokens never repeat */
+    /* relaxed: a stale-token reader only needs to see a different
+       generation; the node's next producer gets this value through the
+       pool's batch hand-off (release/acquire) */
+    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
+                          memory_order_relaxed);
+    /* relaxed: the looper is the only writer of the epoch */
+    n->retire_epoch = atomic_load_explicit(&core->epoch, memory_order_relaxed);
+    n->limbo_next = NULL;
+    if (core->limbo_tail != NULL)
+        core->limbo_tail->limbo_next = n;
+    else
+        core->limbo_head = n;
+    core->limbo_tail = n;
+}
+
+/* Grace periods.  A node retired in epoch r may be held by walkers that
+   began in epoch r or earlier; the epoch reaches r + 2 only after the
+   walkers counted in r's parity have left, so then it is free. */
+static void looper_reclaim(dq_core *core)
+{
+    uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
+    /* seq_cst load and store: the looper's half of the Dekker pair in
+       walk_begin.  Parity (e + 1) & 1 counts the walkers of epoch e - 1. */
+    if (atomic_load_explicit(&core->walkers[(e + 1) & 1], memory_order_seq_cst) == 0) {
+        e++;
+        atomic_store_explicit(&core->epoch, e, memory_order_seq_cst);
+    }
+    while (core->limbo_head != NULL && core->limbo_head->retire_epoch + 2 <= e) {
+        dq_node *n = core->limbo_head;
+        core->limbo_head = n->limbo_next;
+        if (core->limbo_head == NULL)
+            core->limbo_tail = NULL;
+        dq_pool_batch_add(&core->recycled, n);
+    }
+}
+
+/* ---- the stack ---------------------------------------------------------- */
+
+static uintptr_t looper_read_top(dq_queue *q)
+{
+#ifdef DQ_MUTANT_TOP_RELAXED
+    return atomic_load_explicit(&q->top, memory_order_relaxed); /* mutant */
+#else
+    /* acquire: pairs with the push CASes (a release sequence), so every
+       node reached from here has its producer's payload visible */
+    return atomic_load_explicit(&q->top, memory_order_acquire);
+#endif
+}
+
+static void looper_sweep_node(dq_core *core, dq_node *n)
+{
+    n->looper_flags |= DQ_LOOPER_SWEPT;
+    /* relaxed: only to skip a node already claimed; a claim we miss is
+       caught by the delivery CAS */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
+    if (dq_state_life(s) != DQ_PENDING)
+        return;
+    int64_t seq = n->due == DQ_KEY_FRONT ? core->next_front_seq-- : core->next_seq++;
+    n->seq = seq;
+    dq_key key = { n->due, seq };
+    /* cannot fail: capacity was reserved by looper_sweep */
+    (void)dq_heap_push(heap_of(core, n), &n->heap, key);
+}
+
+/* Take the nodes pushed since the last sweep into the heaps.  They sit
+   between the top and the boundary, newest first; back-links are written
+   on the way down, sequence numbers handed out on the way back up, so
+   insertion order is push order.  0 or -ENOMEM (nothing changed). */
+static int looper_sweep(dq_queue *q, dq_core *core)
+{
+    dq_node *top = dq_top_node(looper_read_top(q));
+    if (top == core->boundary)
+        return 0;
+    uint32_t count = 0;
+    dq_node *lowest = NULL;
+    for (dq_node *n = top; n != core->boundary;
+         /* relaxed: written before the push we acquired */
+         n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
+        n->prev = lowest;
+        lowest = n;
+        count++;
+    }
+    if (dq_heap_reserve(&core->sync_heap, core->sync_heap.count + count) != 0 ||
+        dq_heap_reserve(&core->async_heap, core->async_heap.count + count) != 0)
+        return -ENOMEM;
+    if (core->boundary != NULL)
+        core->boundary->prev = lowest;
+    for (dq_node *n = lowest; n != NULL; n = n->prev)
+        looper_sweep_node(core, n);
+    core->boundary = top;
+    return 0;
+}
+
+/* Take a swept node out of the stack in O(1).  Its own next link is left
+   as it is, so a walker standing on it goes on into the live stack. */
+static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
+{
+    /* relaxed: the looper is the only writer of swept nodes' links */
+    dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+    if (n->prev == NULL) {
+        /* n is the topmost swept node: it is the top unless producers
+           pushed above it, and then a sweep gives it a back-link */
+        uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
+        for (;;) {
+            if (dq_top_node(top) != n) {
+                (void)looper_sweep(q, core);
+                break;
+            }
+            /* acq_rel: on success walkers that acquire the new top see
+               what we saw; on failure (acquire) we see the new nodes */
+            if (atomic_compare_exchange_weak_explicit(
+                    &q->top, &top, (uintptr_t)next | (top & DQ_TOP_QUIT),
+                    memory_order_acq_rel, memory_order_acquire)) {
+                core->boundary = next;
+                if (next != NULL)
+                    next->prev = NULL;
+                n->looper_flags |= DQ_LOOPER_UNLINKED;
+                return;
+            }
+        }
+        if (n->prev == NULL) {
+            /* the sweep could not reserve heap space; the node stays
+               linked (a tombstone walkers skip) until the next step */
+            return;
+        }
+    }
+    /* release: a walker that reads the new link sees the node it points
+       to as the looper saw it */
+    atomic_store_explicit(&n->prev->next, next, memory_order_release);
+    if (next != NULL)
+        next->prev = n->prev;
+    n->looper_flags |= DQ_LOOPER_UNLINKED;
+}
+
+/* A node claimed by a remover (REMOVED): out of heap and stack, retired. */
+static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
+{
+    looper_heap_remove(core, n);
+#ifndef DQ_MUTANT_FREELIST_NO_UNLINK
+    if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
+        looper_unlink(q, core, n);
+#endif
+    looper_retire(core, n);
+}
+
+static void looper_process_removals(dq_queue *q, dq_core *core, dq_node *list)
+{
+    while (list != NULL) {
+        dq_node *n = list;
+        list = n->aux_next;
+        if (n->looper_flags & DQ_LOOPER_SWEPT) {
+            looper_finish_removed(q, core, n);
+        } else {
+            /* claimed before we met it in the stack: wait for the sweep */
+            n->aux_next = core->unswept;
+            core->unswept = n;
+        }
+    }
+}
+
+static int looper_collect(dq_queue *q, dq_core *core)
+{
+    /* acquire: pairs with the removers' push CAS, so their claims and
+       aux_next links are visible */
+    dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
+                                                memory_order_acquire);
+    int err = looper_sweep(q, core);
+    if (core->unswept != NULL) {
+        dq_node *again = core->unswept;
+        core->unswept = NULL;
+        looper_process_removals(q, core, again);
+    }
+    looper_process_removals(q, core, removed);
+    return err;
+}
+
+/* ---- picking and delivering -------------------------------------------- */
+
+static dq_node *heap_min(dq_heap *h)
+{
+    dq_heap_elem *e = dq_heap_peek(h);
+    return e ? dq_node_of_heap(e) : NULL;
+}
+
+/* The earliest deliverable node if it is due; else NULL with the time it
+   will be due (INT64_MAX if none) and whether a barrier holds sync ones. */
+static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
+                            bool *held)
+{
+    dq_node *s = heap_min(&core->sync_heap);
+    dq_node *a = heap_min(&core->async_heap);
+    *held = s != NULL && node_is_barrier(s);
+    dq_node *next;
+    if (*held || s == NULL)
+        next = a;
+    else if (a == NULL)
+        next = s;
+    else
+        next = dq_key_less(*dq_heap_peek_key(&core->async_heap),
+                           *dq_heap_peek_key(&core->sync_heap)) ? a : s;
+    if (next == NULL) {
+        *deadline = INT64_MAX;
+        return NULL;
+    }
+    if (next->due <= now)
+        return next;
+    *deadline = next->due;
+    return NULL;
+}
+
+/* Claim n for delivery.  Exactly one of this CAS and a remover's wins. */
+static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
+{
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
+    bool won;
+#ifdef DQ_MUTANT_DELIVER_NO_CAS
+    atomic_store_explicit(&n->state, dq_state_with_life(s, DQ_DELIVERED),
+                          memory_order_relaxed); /* mutant */
+    won = true;
+#else
+    /* relaxed: the RMW's atomicity alone decides the winner; the payload
+       was acquired when the node was swept and is not written again
+       until the node is recycled */
+    won = dq_state_life(s) == DQ_PENDING &&
+          atomic_compare_exchange_strong_explicit(
+              &n->state, &s, dq_state_with_life(s, DQ_DELIVERED),
+              memory_order_relaxed, memory_order_relaxed);
+#endif
+    looper_heap_remove(core, n);
+    looper_unlink(q, core, n);
+    if (!won)
+        return false; /* the remover's entry in the removal list retires it */
+    *out = n->msg;
+    looper_retire(core, n);
+    return true;
+}
+
+/* ---- quitting ----------------------------------------------------------- */
+
+/* quit_safely: drop what is due after the quit time.  The stack is frozen
+   (the quit tag is set), so this happens once, after a full sweep. */
+static void looper_trim_future(dq_queue *q, dq_core *core)
+{
+    /* acquire: pairs with quit()'s release of the mode */
+    int64_t cut = atomic_load_explicit(&q->quit_time, memory_order_relaxed);
+    dq_node *doomed = NULL;
+    dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
+    for (int h = 0; h < 2; h++) {
+        for (uint32_t i = 0; i < heaps[h]->count; i++) {
+            dq_node *n = dq_node_of_heap(heaps[h]->slots[i].elem);
+            if (n->due > cut) {
+                n->limbo_next = doomed;
+                doomed = n;
+            }
+        }
+    }
+    while (doomed != NULL) {
+        dq_node *n = doomed;
+        doomed = n->limbo_next;
+        uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
+        /* acquire: a remover may race us until the user count drains; as
+           in claim_token, the winner reports */
+        bool won = dq_state_life(s) == DQ_PENDING &&
+                   atomic_compare_exchange_strong_explicit(
+                       &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
+                       memory_order_acquire, memory_order_relaxed);
+        looper_heap_remove(core, n);
+        looper_unlink(q, core, n);
+        if (won) {
+            if (!dq_node_is_barrier(s))
+                dq_report_discard(q, n);
+            looper_retire(core, n);
+        }
+    }
+}
+
+#define DQ_LOOPER_TORN 4u /* teardown met it in the stack */
+
+static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
+{
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
+    if (gen >= DQ_GEN_MAX)
+        return;
+    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
+                          memory_order_relaxed);
+    dq_pool_batch_add(batch, n);
+}
+
+void dq_looper_teardown(dq_queue *q)
+{
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
+    /* Park until the last remover or walker is out.  We set the quit bit
+       ourselves so no new one can enter whatever the caller did. */
+    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
+    for (;;) {
+        uint32_t seen = dq_event_read(&q->wake);
+        /* acquire: pairs with dq_users_leave's release, so all their
+           pushes onto the removal list are visible */
+        if (atomic_load_explicit(&q->users, memory_order_acquire) == DQ_USERS_QUIT)
+            break;
+        dq_event_wait(&q->wake, seen, INT64_MAX);
+    }
+    /* Alone now: no producer can push (quit tag), no remover is inside. */
+    dq_pool_batch *batch = &core->recycled;
+    dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
+                                                memory_order_acquire);
+    for (dq_node *n = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
+         n != NULL;) {
+        dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+        uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
+        if (dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s))
+            dq_report_discard(q, n);
+        n->looper_flags |= DQ_LOOPER_TORN;
+        looper_retire_now(n, batch);
+        n = next;
+    }
+    /* claimed nodes no longer in the stack: unlinked by a failed delivery
+       or trim, or never pushed */
+    dq_node *lists[2] = { removed, core->unswept };
+    for (int l = 0; l < 2; l++) {
+        for (dq_node *n = lists[l]; n != NULL;) {
+            dq_node *next = n->aux_next;
+            if (!(n->looper_flags & DQ_LOOPER_TORN))
+                looper_retire_now(n, batch);
+            n = next;
+        }
+    }
+    while (core->limbo_head != NULL) { /* no walker is left to protect */
+        dq_node *n = core->limbo_head;
+        core->limbo_head = n->limbo_next;
+        dq_pool_batch_add(batch, n);
+    }
+    dq_pool_batch_flush(batch);
+    atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
+    dq_heap_fini(&core->sync_heap);
+    dq_heap_fini(&core->async_heap);
+    /* release: a later dq_unref on another thread (acquire) sees NULL */
+    atomic_store_explicit(&q->core, NULL, memory_order_release);
+    free(core);
+}
+
+/* ---- idle handlers ------------------------------------------------------ */
+
+/* Run the idle handlers once; returns whether there were any. */
+static bool looper_run_idle(dq_queue *q)
+{
+    pthread_mutex_lock(&q->idle_lock);
+    size_t count = q->idle_count;
+    dq_idle_handler *copy = count ? malloc(count * sizeof(*copy)) : NULL;
+    if (copy != NULL)
+        memcpy(copy, q->idle, count * sizeof(*copy));
+    pthread_mutex_unlock(&q->idle_lock);
+    if (copy == NULL)
+        return false;
+    for (size_t i = 0; i < count; i++)
+        if (!copy[i].fn(copy[i].ctx))
+            (void)dq_remove_idle_handler(q, copy[i].fn, copy[i].ctx);
+    free(copy);
+    return true;
+}
+
+/* ---- sleeping ----------------------------------------------------------- */
+
+static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held)
+{
+    uint32_t seen = dq_event_read(&q->wake);
+    int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
+    /* seq_cst store then seq_cst loads: our half of the Dekker pairs with
+       the producers (push, then read sleep) and with quit / barrier
+       removal (tag or removal push, then read sleep) */
+    atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
+    uintptr_t top = atomic_load_explicit(&q->top, memory_order_seq_cst);
+    bool news = dq_top_node(top) != core->boundary || (top & DQ_TOP_QUIT) ||
+                atomic_load_explicit(&core->removals, memory_order_seq_cst) != NULL;
+    if (!news)
+        dq_event_wait(&q->wake, seen, deadline);
+    /* relaxed: a producer that still reads the old word only wakes us
+       needlessly; we re-check everything before the next sleep */
+    atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
+}
+
+/* ---- the consumer entry points ------------------------------------------ */
+
+#define NO_WAIT (-1)
+
+static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
+{
+    if (q == NULL || out == NULL)
+        return -EINVAL;
+    int err = looper_claim(q);
+    if (err)
+        return err;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    if (core == NULL)
+        return -ESHUTDOWN;
+    bool idle_ran = false;
+    for (;;) {
+        looper_reclaim(core);
+        err = looper_collect(q, core);
+        if (err)
+            return err;
+        int mode = DQ_RUNNING;
+        /* acquire: the tag was set after the mode (quit()) */
+        if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
+            mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
+        if (mode == DQ_QUIT_NOW) {
+            dq_looper_teardown(q);
+            return -ESHUTDOWN;
+        }
+        if (mode == DQ_QUIT_SAFELY && !core->quit_safely_trimmed) {
+            looper_trim_future(q, core);
+            core->quit_safely_trimmed = true;
+        }
+        int64_t now = dq_now();
+        int64_t deadline;
+        bool held;
+        dq_node *n = looper_pick(core, now, &deadline, &held);
+        if (n != NULL) {
+            if (looper_take(q, core, n, out))
+                return 0;
+            continue;
+        }
+        if (mode == DQ_QUIT_SAFELY) {
+            /* everything due is delivered; what a barrier holds is dropped */
+            dq_looper_teardown(q);
+            return -ESHUTDOWN;
+        }
+        if (!idle_ran) {
+            idle_ran = true;
+            if (looper_run_idle(q))
+                continue; /* a handler may have posted */
+        }
+        if (until == NO_WAIT)
+            return -EAGAIN;
+        if (now >= until)
+            return -ETIMEDOUT;
+        looper_sleep(q, core, deadline < until ? deadline : until, held);
+    }
+}
+
+int dq_next(dq_queue *q, dq_msg *out)
+{
+    return looper_next(q, out, INT64_MAX);
+}
+
+int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline)
+{
+    return looper_next(q, out, deadline < 0 ? 0 : deadline);
+}
+
+int dq_try_next(dq_queue *q, dq_msg *out)
+{
+    return looper_next(q, out, NO_WAIT);
+}
+
+int dq_loop(dq_queue *q)
+{
+    for (;;) {
+        dq_msg m;
+        int err = dq_next(q, &m);
+        if (err == -ESHUTDOWN)
+            return 0;
+        if (err)
+            return err;
+        if (m.callback != NULL)
+            m.callback(&m);
+        else if (q->opts.dispatch != NULL)
+            q->opts.dispatch(&m, q->opts.ctx);
+    }
+}

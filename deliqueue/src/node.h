@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Message nodes and the process-wide type-stable node pool.
+ *
+ *   who          fields
+ *   producer     everything, while the node is FREE and its own (pool to push)
+ *   any          next (acquire), state (CAS), owner (relaxed) at any time;
+ *                the payload (msg, due) while it can prove the node is in
+ *                the generation it expects (see DESIGN.md, "Reclamation")
+ *   looper       prev, heap, seq, looper_flags, limbo_next, retire_epoch
+ *   remover      aux_next, between winning the state CAS and pushing the
+ *                node onto the queue's removal list
+ *   pool         aux_next, batch_next, batch_count while FREE in the pool
+ *
+ * Node memory is never returned to the system: a node is recycled only
+ * through the pool, so any pointer to a node always points at a node (type
+ * stability).  A node's identity for tokens is its pool index plus its
+ * generation; the generation moves on every time the node is retired, so a
+ * stale token never matches again.
+ */
+#ifndef DELIQUEUE_SRC_NODE_H
+#define DELIQUEUE_SRC_NODE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <deliqueue/deliqueue.h>
+#include <deliqueue/heap.h>
+
+/* state word: generation << 3 | barrier << 2 | life */
+enum dq_life {
+    DQ_FREE = 0,      /* in the pool, in a producer's hands, or retired */
+    DQ_PENDING = 1,   /* posted; waiting for delivery or removal */
+    DQ_DELIVERED = 2, /* claimed by the looper */
+    DQ_REMOVED = 3,   /* claimed by a remover, canceller or teardown */
+};
+#define DQ_STATE_LIFE_MASK 3u
+#define DQ_STATE_BARRIER   4u
+#define DQ_STATE_GEN_SHIFT 3
+
+/* token: generation << DQ_INDEX_BITS | index */
+#define DQ_INDEX_BITS 28
+#define DQ_GEN_BITS   (64 - DQ_INDEX_BITS)
+#define DQ_GEN_MAX    ((UINT64_C(1) << DQ_GEN_BITS) - 1)
+
+static inline uint64_t dq_state_gen(uint64_t s) { return s >> DQ_STATE_GEN_SHIFT; }
+static inline unsigned dq_state_life(uint64_t s) { return (unsigned)(s & DQ_STATE_LIFE_MASK); }
+static inline uint64_t dq_state_make(uint64_t gen, bool barrier, unsigned life)
+{
+    return gen << DQ_STATE_GEN_SHIFT | (barrier ? DQ_STATE_BARRIER : 0) | life;
+}
+static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
+{
+    return (s & ~(uint64_t)DQ_STATE_LIFE_MASK) | life;
+}
+
+/* looper_flags */
+#define DQ_LOOPER_SWEPT    1u /* the looper has met it in the stack */
+#define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
+
+typedef struct dq_node dq_node;
+struct dq_node {
+    /* -- shared -- */
+    _Atomic(dq_node *)  next;   /* stack link toward older nodes */
+    _Atomic uint64_t    state;
+    _Atomic(void *)     owner;  /* the dq_queue it was posted to */
+    dq_msg              msg;    /* payload; msg.when is the caller's when */
+    int64_t             due;    /* heap key: when, or DQ_KEY_FRONT */
+    /* -- looper only -- */
+    dq_node            *prev;   /* back-link toward newer nodes */
+    dq_heap_elem        heap;
+    uint32_t            looper_flags;
+    int64_t             seq;
+    uint64_t            retire_epoch;
+    dq_node            *limbo_next;
+    /* -- removal list / pool links -- */
+    dq_node            *aux_next;
+    _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
+    uint32_t            batch_count; /* pool: nodes in the batch it heads */
+    uint32_t            index;       /* pool index, immutable */
+};
+
+static inline dq_node *dq_node_of_heap(dq_heap_elem *e)
+{
+    return (dq_node *)((char *)e - offsetof(dq_node, heap));
+}
+
+static inline bool dq_node_is_barrier(uint64_t state)
+{
+    return (state & DQ_STATE_BARRIER) != 0;
+}
+
+static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
+{
+    return gen << DQ_INDEX_BITS | n->index;
+}
+
+/* -- the pool (pool.c) -- any thread unless stated -- */
+
+/* A node in state (gen, FREE) for the calling thread, or NULL (ENOMEM).
+   Takes from a per-thread cache; refills it a batch at a time, so the
+   steady state costs no shared write. */
+dq_node *dq_pool_get(void);
+/* Give back a node the caller got from dq_pool_get and never published. */
+void dq_pool_unget(dq_node *n);
+/* The node with this index, or NULL if no such node was ever made. */
+dq_node *dq_pool_node(uint32_t index);
+
+/* Retired nodes are handed back in batches by their looper. */
+typedef struct dq_pool_batch {
+    dq_node *head;
+    dq_node *tail;
+    uint32_t count;
+} dq_pool_batch;
+
+#define DQ_POOL_BATCH 64u
+
+static inline void dq_pool_batch_init(dq_pool_batch *b)
+{
+    b->head = b->tail = NULL;
+    b->count = 0;
+}
+/* Add a FREE node; publishes the batch once it is full.  Caller: one thread
+   per batch (the looper). */
+void dq_pool_batch_add(dq_pool_batch *b, dq_node *n);
+/* Publish a partial batch (before blocking, at teardown). */
+void dq_pool_batch_flush(dq_pool_batch *b);
+
+#endif /* DELIQUEUE_SRC_NODE_H */

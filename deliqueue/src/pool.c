@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The type-stable node pool, shared by every queue of the process.
+ *
+ * Nodes live in chunks that are never freed.  Free nodes circulate in
+ * batches of up to DQ_POOL_BATCH: a global Treiber stack of batches, whose
+ * head is a (tag, index + 1) word so that popping is ABA-safe, and one
+ * cached batch per thread.  A producer thus touches shared pool state once
+ * per DQ_POOL_BATCH posts; the post itself is only its push CAS.
+ *
+ * A thread that exits gives its cached nodes back (pthread key destructor),
+ * so memory stays bounded however many threads come and go.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+#define CHUNK_SHIFT 12
+#define CHUNK_NODES (1u << CHUNK_SHIFT)
+#define MAX_CHUNKS  (1u << (DQ_INDEX_BITS - CHUNK_SHIFT))
+
+/* Chunk table: entries are written once under grow_lock, with release, and
+   read without the lock with acquire (dq_pool_node from any thread). */
+static _Atomic(dq_node *) chunks[MAX_CHUNKS];
+static uint32_t chunk_count; /* under grow_lock */
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* (tag << 32) | (index + 1) of the top batch; 0 when empty. */
+static _Atomic uint64_t batch_top;
+
+struct thread_cache {
+    dq_node *head; /* chain through aux_next */
+    uint32_t count;
+    bool     registered;
+};
+static _Thread_local struct thread_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+dq_node *dq_pool_node(uint32_t index)
+{
+    if (index >= (1u << DQ_INDEX_BITS))
+        return NULL;
+    /* acquire: pairs with the release store that published the chunk, so
+       the node's immutable index and its atomics' initial values are seen */
+    dq_node *chunk = atomic_load_explicit(&chunks[index >> CHUNK_SHIFT],
+                                          memory_order_acquire);
+    return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
+}
+
+static void batch_push(dq_node *head, uint32_t count)
+{
+    head->batch_count = count;
+    uint64_t top = atomic_load_explicit(&batch_top, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&head->batch_next, (uint32_t)top,
+                              memory_order_relaxed);
+        uint64_t next = ((top >> 32) + 1) << 32 | (head->index + 1);
+        /* release: publishes the batch's chain (aux_next) and count to the
+           popper's acquire; relaxed on failure, we only retry */
+        if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
+                                                  memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+static dq_node *batch_pop(uint32_t *count)
+{
+    /* acquire: pairs with batch_push's release so batch_next, aux_next and
+       batch_count of the batch we read are the pusher's */
+    uint64_t top = atomic_load_explicit(&batch_top, memory_order_acquire);
+    for (;;) {
+        uint32_t slot = (uint32_t)top;
+        if (slot == 0)
+            return NULL;
+        dq_node *head = dq_pool_node(slot - 1);
+        /* may be stale if another thread popped the batch meanwhile: the
+           tag in top then differs and the CAS below fails */
+        uint32_t below = atomic_load_explicit(&head->batch_next,
+                                              memory_order_relaxed);
+        uint64_t next = ((top >> 32) + 1) << 32 | below;
+        if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
+                                                  memory_order_acquire,
+                                                  memory_order_acquire)) {
+            *count = head->batch_count;
+            return head;
+        }
+    }
+}
+
+static void cache_release(void *unused)
+{
+    (void)unused;
+    if (cache.head != NULL)
+        batch_push(cache.head, cache.count);
+    cache.head = NULL;
+    cache.count = 0;
+}
+
+static void cache_key_create(void)
+{
+    (void)pthread_key_create(&cache_key, cache_release);
+}
+
+static void cache_register(void)
+{
+    (void)pthread_once(&cache_key_once, cache_key_create);
+    /* any non-NULL value makes the destructor run at thread exit */
+    (void)pthread_setspecific(cache_key, &cache);
+    cache.registered = true;
+}
+
+/* Make a chunk; keep one batch for this thread, publish the others. */
+static int grow(void)
+{
+    pthread_mutex_lock(&grow_lock);
+    if (chunk_count == MAX_CHUNKS) {
+        pthread_mutex_unlock(&grow_lock);
+        return -1;
+    }
+    dq_node *chunk = calloc(CHUNK_NODES, sizeof(*chunk));
+    if (chunk == NULL) {
+        pthread_mutex_unlock(&grow_lock);
+        return -1;
+    }
+    uint32_t base = chunk_count << CHUNK_SHIFT;
+    for (uint32_t i = 0; i < CHUNK_NODES; i++) {
+        dq_node *n = &chunk[i];
+        n->index = base + i;
+        n->heap.index = DQ_HEAP_NONE;
+        atomic_init(&n->state, dq_state_make(1, false, DQ_FREE));
+        atomic_init(&n->next, NULL);
+        atomic_init(&n->owner, NULL);
+        atomic_init(&n->batch_next, 0);
+    }
+    atomic_store_explicit(&chunks[chunk_count], chunk, memory_order_release);
+    chunk_count++;
+    pthread_mutex_unlock(&grow_lock);
+
+    for (uint32_t b = 0; b < CHUNK_NODES; b += DQ_POOL_BATCH) {
+        for (uint32_t i = b; i < b + DQ_POOL_BATCH - 1; i++)
+            chunk[i].aux_next = &chunk[i + 1];
+        chunk[b + DQ_POOL_BATCH - 1].aux_next = NULL;
+        if (b == 0) {
+            cache.head = &chunk[0];
+            cache.count = DQ_POOL_BATCH;
+        } else {
+            batch_push(&chunk[b], DQ_POOL_BATCH);
+        }
+    }
+    return 0;
+}
+
+dq_node *dq_pool_get(void)
+{
+    if (cache.head == NULL) {
+        if (!cache.registered)
+            cache_register();
+        uint32_t count;
+        dq_node *head = batch_pop(&count);
+        if (head != NULL) {
+            cache.head = head;
+            cache.count = count;
+        } else if (grow() != 0) {
+            return NULL;
+        }
+    }
+    dq_node *n = cache.head;
+    cache.head = n->aux_next;
+    cache.count--;
+    return n;
+}
+
+void dq_pool_unget(dq_node *n)
+{
+    n->aux_next = cache.head;
+    cache.head = n;
+    cache.count++;
+}
+
+void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
+{
+    n->aux_next = NULL;
+    if (b->tail != NULL)
+        b->tail->aux_next = n;
+    else
+        b->head = n;
+    b->tail = n;
+    if (++b->count == DQ_POOL_BATCH)
+        dq_pool_batch_flush(b);
+}
+
+void dq_pool_batch_flush(dq_pool_batch *b)
+{
+    if (b->head != NULL)
+        batch_push(b->head, b->count);
+    dq_pool_batch_init(b);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The queue's internal layout.  Two parts with two lifetimes:
+ *
+ *  - struct dq_queue, the handle: lives until the last dq_unref.  Holds
+ *    what producers touch (the stack top and the consumer's sleep word),
+ *    so posting needs no reference count of its own: a producer that holds
+ *    a reference can always post, or learn from the quit tag in the top
+ *    word that the queue is gone (-ESHUTDOWN).
+ *  - struct dq_core: everything else (removal list, walker epochs, heaps,
+ *    looper bookkeeping).  Freed by the looper at teardown, once the
+ *    tagged user count says no remover or walker is inside.
+ *
+ * Cache lines: the stack top (every producer) and the sleep word (written
+ * by the consumer, read by every producer) are kept apart from each other
+ * and from the handle's cold fields.
+ */
+#ifndef DELIQUEUE_SRC_QUEUE_H
+#define DELIQUEUE_SRC_QUEUE_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <deliqueue/deliqueue.h>
+#include <deliqueue/heap.h>
+
+#include "node.h"
+#include "wait.h"
+
+#define DQ_CACHE_LINE 64
+
+/* q->top: a dq_node pointer, low bit set once the queue quits. */
+#define DQ_TOP_QUIT ((uintptr_t)1)
+static inline dq_node *dq_top_node(uintptr_t top)
+{
+    return (dq_node *)(top & ~DQ_TOP_QUIT);
+}
+
+/* q->users: count of removers/walkers inside, plus the quitting bit. */
+#define DQ_USERS_QUIT (UINT64_C(1) << 63)
+
+/* q->sleep: DQ_AWAKE, or the consumer's wake-up deadline with the low bit
+   set while sync messages are held by a barrier. */
+#define DQ_AWAKE   INT64_MIN
+#define DQ_HELD    INT64_C(1)
+
+enum dq_quit_mode { DQ_RUNNING = 0, DQ_QUIT_SAFELY = 1, DQ_QUIT_NOW = 2 };
+
+typedef struct dq_idle_handler {
+    bool (*fn)(void *ctx);
+    void  *ctx;
+} dq_idle_handler;
+
+typedef struct dq_core {
+    /* removers push claimed nodes; the looper takes them all at once */
+    alignas(DQ_CACHE_LINE) _Atomic(dq_node *) removals;
+    /* walker grace periods: walkers count themselves in walkers[epoch & 1] */
+    alignas(DQ_CACHE_LINE) _Atomic uint64_t epoch;     /* written by the looper only */
+    _Atomic uint64_t walkers[2];
+
+    /* -- looper only below -- */
+    alignas(DQ_CACHE_LINE) dq_node *boundary; /* topmost node already swept */
+    dq_heap  sync_heap;                       /* sync messages and barriers */
+    dq_heap  async_heap;
+    int64_t  next_seq;                        /* timed posts: increasing */
+    int64_t  next_front_seq;                  /* front posts: decreasing (LIFO) */
+    dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
+    dq_node *unswept;                         /* claimed before we met them */
+    dq_pool_batch recycled;
+    bool     quit_safely_trimmed;
+} dq_core;
+
+struct dq_queue {
+    /* producers: one CAS here per post */
+    alignas(DQ_CACHE_LINE) _Atomic uintptr_t top;
+    /* consumer writes when it sleeps and wakes; producers read */
+    alignas(DQ_CACHE_LINE) _Atomic int64_t sleep;
+    dq_event wake;
+
+    alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
+    _Atomic uint64_t refs;
+    _Atomic int      quit_mode;
+    _Atomic int64_t  quit_time;      /* dq_now() at the first quit_safely */
+    _Atomic uintptr_t consumer;      /* thread id of the looper, 0 = none */
+    _Atomic(dq_core *) core;         /* NULL after teardown */
+    dq_options opts;
+
+    pthread_mutex_t  idle_lock;      /* guards the idle handler array */
+    dq_idle_handler *idle;
+    size_t           idle_count, idle_capacity;
+};
+
+/* -- shared helpers (any.c) -- */
+
+/* Enter as a remover/walker: 0, or -ESHUTDOWN once quitting. */
+int  dq_users_enter(dq_queue *q);
+void dq_users_leave(dq_queue *q);
+/* Wake the consumer if it sleeps (quit, barrier removal). */
+void dq_wake_consumer(dq_queue *q);
+/* Report a claimed message to on_discard (copy of its payload). */
+void dq_report_discard(dq_queue *q, const dq_node *n);
+
+/* -- looper side (looper.c) -- */
+/* Tear down the core: only with the queue quitting and no other thread
+   able to consume (the consumer, or the last reference). */
+void dq_looper_teardown(dq_queue *q);
+
+#endif /* DELIQUEUE_SRC_QUEUE_H */
