@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Contender 1: deliqueue itself, through its public API only.
+ */
+#include <deliqueue/deliqueue.h>
+
+#include "bench/contender.h"
+
+static void *create(void)
+{
+    return dq_create(NULL);
+}
+
+static void destroy(void *q)
+{
+    dq_quit(q);
+    dq_unref(q);
+}
+
+static int post_at(void *q, const dq_msg *m, int64_t when, dq_token *tok)
+{
+    return dq_post_at(q, m, when, tok);
+}
+
+static int try_next(void *q, dq_msg *out)
+{
+    return dq_try_next(q, out);
+}
+
+static int next_until(void *q, dq_msg *out, int64_t deadline)
+{
+    return dq_next_until(q, out, deadline);
+}
+
+static int cancel(void *q, dq_token tok)
+{
+    return dq_cancel(q, tok);
+}
+
+static size_t remove_matching(void *q, const dq_match *m)
+{
+    return dq_remove(q, m);
+}
+
+const bench_contender bench_deliqueue = {
+    .name = "deliqueue",
+    .design = "Treiber stack of posts + looper-owned dq_heap, tombstone removal",
+    .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
+    .create = create,
+    .destroy = destroy,
+    .post_at = post_at,
+    .try_next = try_next,
+    .next_until = next_until,
+    .cancel = cancel,
+    .remove = remove_matching,
+};

@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * queue_bench: deliqueue against the legacy queue and against peers, as
+ * ratios measured in one process run.
+ *
+ * Every contender (contender.h) runs every scenario point in the same run,
+ * interleaved: repetition r runs each point for all contenders, starting
+ * from a different contender each repetition, so slow drift of a shared,
+ * noisy machine hits all of them alike.  Reported: the median over
+ * repetitions, and the median over repetitions of value / deliqueue's
+ * value from the same repetition.
+ *
+ * Scenarios (--scenarios, comma separated; default all):
+ *   insert  inserts into a busy queue: depth D pending messages due within
+ *           5 s (Android's MessageQueue perf test), then 1 or 2 producer
+ *           threads insert more with random delays up to 5 s; cost per
+ *           insert as seen by a producer, total producer throughput, and
+ *           the consumer's later cost of absorbing them (sweep).  After
+ *           each round of D/10 inserts the round's messages are removed
+ *           (untimed) so the depth stays at D.
+ *   e2e     end to end at depth 10k (far-future background messages):
+ *           1 or 2 producers post due-now messages while the consumer
+ *           delivers; unpaced: throughput; paced (bursts of 4, then a
+ *           ~20 us sleep): post-to-delivery latency p50/p99/p99.9.
+ *   remove  remove by criteria (target + what, ~D/1024 matches) at depth D,
+ *           on the consumer thread; the call alone, and with the
+ *           consumer's cleanup (its next try_next) added.
+ *   cancel  cancel by token of D/10 (at most 1000) random pending messages.
+ *   heap    the consumer's heap work (heap_work.h) with the branchless
+ *           (library) and branchy comparators.
+ *
+ * Usage: queue_bench [--quick] [--reps N] [--scenarios LIST] [--depths LIST]
+ *                    [--fill sorted|random] [--json PATH] [--plot-data PREFIX]
+ * Exit 0; 2 on bad usage or when a contender fails an operation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/contender.h"
+#include "bench/heap_work.h"
+#include "bench/stats.h"
+
+#ifndef BENCH_COPTS
+#define BENCH_COPTS "(unknown)"
+#endif
+
+static const bench_contender *const contenders[] = {
+    &bench_deliqueue, &bench_legacy,       &bench_mutex_heap,
+    &bench_ck_handoff, &bench_urcu_handoff, &bench_floor,
+};
+#define NCONTENDERS ((int)(sizeof(contenders) / sizeof(contenders[0])))
+
+static const char *const heap_cols[] = { "branchless", "branchy" };
+
+/* Message targets: the background fill, the measured posts, and the
+   others of the remove scenario. */
+static char fill_targets[8];
+static char burst_target;
+
+typedef struct config {
+    bool   quick;
+    int    reps;
+    bool   run_insert, run_e2e, run_remove, run_cancel, run_heap;
+    long   depths[8];
+    int    ndepths;
+    bool   random_fill;
+    const char *json_path;
+    const char *plot_prefix;
+    /* derived */
+    long   insert_target_ops;   /* per point */
+    int64_t insert_budget_ns;   /* per point */
+    long   e2e_depth, e2e_unpaced_msgs, e2e_paced_msgs;
+    int    remove_calls;
+    long   heap_ops;
+} config;
+
+static stats results;
+
+int64_t bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *what, const bench_contender *c, int err)
+{
+    fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what,
+            c ? c->name : "-", strerror(err < 0 ? -err : err));
+    exit(2);
+}
+
+static dq_msg make_msg(const void *target, int32_t what)
+{
+    dq_msg m;
+    memset(&m, 0, sizeof(m));
+    m.target = target;
+    m.what = what;
+    return m;
+}
+
+/* Due times of `n` background messages: far enough in the future that
+   none falls due during a run, uniform over 5 s, ascending unless the
+   fill is random (ascending is the legacy queue's best case: its tail
+   fast path during the fill, and list nodes contiguous in memory). */
+static int64_t *fill_whens(long n, int64_t base, uint64_t seed, bool sorted);
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t *fill_whens(long n, int64_t base, uint64_t seed, bool sorted)
+{
+    int64_t *w = malloc((size_t)(n ? n : 1) * sizeof(*w));
+    if (w == NULL)
+        die("malloc", NULL, ENOMEM);
+    uint64_t rng = seed | 1;
+    for (long i = 0; i < n; i++)
+        w[i] = base + (int64_t)(bench_rng_next(&rng) % BENCH_HEAP_SPAN_NS);
+    if (sorted)
+        qsort(w, (size_t)n, sizeof(*w), cmp_i64);
+    return w;
+}
+
+/* Fill q with depth background messages (targets fill_targets[i % 8],
+   what i % 128), returning their tokens if toks is not NULL. */
+static void fill_queue(const bench_contender *c, void *q, long depth,
+                       int64_t base, bool sorted, dq_token *toks)
+{
+    int64_t *w = fill_whens(depth, base, 7, sorted);
+    if (c->producer_prepare)
+        c->producer_prepare(q, (size_t)depth);
+    for (long i = 0; i < depth; i++) {
+        dq_msg m = make_msg(&fill_targets[i % 8], (int32_t)(i % 128));
+        int err = c->post_at(q, &m, w[i], toks ? &toks[i] : NULL);
+        if (err)
+            die("fill post", c, err);
+    }
+    free(w);
+}
+
+/* The consumer absorbs what was posted; nothing may be due. */
+static void consumer_sweep(const bench_contender *c, void *q)
+{
+    if (!(c->caps & BENCH_CONSUMES))
+        return;
+    dq_msg out;
+    int err = c->try_next(q, &out);
+    if (err != -EAGAIN)
+        die("sweep (a message fell due, or an error)", c, err ? err : EPROTO);
+}
+
+/* ---- insert into a busy queue ------------------------------------------ */
+
+#define INSERT_WHENS 65536     /* per producer, reused cyclically */
+#define INSERT_CHUNK 64        /* posts between two clock reads */
+
+typedef struct insert_run insert_run;
+
+typedef struct insert_producer {
+    insert_run *run;
+    pthread_t   thread;
+    int         index;
+    int64_t    *whens;
+    size_t      cursor;
+    long        ops_asked, ops_done;
+    int64_t     t_start, t_end;
+    int         err;
+} insert_producer;
+
+struct insert_run {
+    const bench_contender *c;
+    void            *q;
+    int              nproducers;
+    pthread_barrier_t start, done;
+    _Atomic int      arrived;     /* rendezvous counter, monotonic */
+    int              round;
+    bool             quit;        /* written before start, read after it */
+    int64_t          deadline;    /* of the current round */
+    insert_producer  p[2];
+};
+
+static void *insert_producer_main(void *arg)
+{
+    insert_producer *p = arg;
+    insert_run *run = p->run;
+    const bench_contender *c = run->c;
+    for (int round = 1;; round++) {
+        pthread_barrier_wait(&run->start);
+        if (run->quit)
+            break;
+        if (c->producer_prepare)
+            c->producer_prepare(run->q, (size_t)p->ops_asked);
+        dq_msg m = make_msg(&burst_target, p->index);
+        /* rendezvous so that both producers post at the same time */
+        atomic_fetch_add(&run->arrived, 1);
+        while (atomic_load(&run->arrived) < round * run->nproducers)
+            ;
+        int64_t deadline = run->deadline;
+        long done = 0;
+        int64_t t0 = bench_now(), t;
+        while (done < p->ops_asked) {
+            long chunk = p->ops_asked - done;
+            if (chunk > INSERT_CHUNK)
+                chunk = INSERT_CHUNK;
+            for (long i = 0; i < chunk; i++) {
+                int err = c->post_at(run->q, &m, p->whens[p->cursor], NULL);
+                p->cursor = (p->cursor + 1) % INSERT_WHENS;
+                if (err) {
+                    p->err = err;
+                    break;
+                }
+            }
+            done += chunk;
+            t = bench_now();
+            if (p->err || t >= deadline)
+                break;
+        }
+        p->t_start = t0;
+        p->t_end = bench_now();
+        p->ops_done = done;
+        pthread_barrier_wait(&run->done);
+    }
+    return NULL;
+}
+
+static void run_insert_point(const config *cfg, int col, int rep, long depth,
+                             int nproducers)
+{
+    const bench_contender *c = contenders[col];
+    insert_run *run = calloc(1, sizeof(*run));
+    if (run == NULL)
+        die("malloc", c, ENOMEM);
+    run->c = c;
+    run->q = c->create();
+    if (run->q == NULL)
+        die("create", c, errno ? errno : ENOMEM);
+    int64_t base = bench_now() + 3600LL * 1000000000;
+    fill_queue(c, run->q, depth, base, !cfg->random_fill, NULL);
+    consumer_sweep(c, run->q);
+
+    run->nproducers = nproducers;
+    pthread_barrier_init(&run->start, NULL, (unsigned)nproducers + 1);
+    pthread_barrier_init(&run->done, NULL, (unsigned)nproducers + 1);
+    long round_ops = depth / 10;
+    if (round_ops < 128)
+        round_ops = 128;
+    if (round_ops > 10000)
+        round_ops = 10000;
+    for (int i = 0; i < nproducers; i++) {
+        insert_producer *p = &run->p[i];
+        p->run = run;
+        p->index = i;
+        p->whens = fill_whens(INSERT_WHENS, base, 1000 + (uint64_t)i * 77 + (uint64_t)rep, false);
+        p->ops_asked = round_ops / nproducers;
+        if (pthread_create(&p->thread, NULL, insert_producer_main, p))
+            die("pthread_create", c, errno);
+    }
+
+    double thread_ns = 0, wall_ns = 0, sweep_ns = 0;
+    long ops = 0;
+    int64_t point_end = bench_now() + cfg->insert_budget_ns;
+    int64_t round_budget = cfg->insert_budget_ns / 4;
+    dq_match burst = { .target = &burst_target };
+    while (ops < cfg->insert_target_ops) {
+        run->deadline = bench_now() + round_budget;
+        pthread_barrier_wait(&run->start);
+        pthread_barrier_wait(&run->done);
+        int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+        long round_done = 0;
+        for (int i = 0; i < nproducers; i++) {
+            insert_producer *p = &run->p[i];
+            if (p->err)
+                die("insert post", c, p->err);
+            thread_ns += (double)(p->t_end - p->t_start);
+            round_done += p->ops_done;
+            t0 = p->t_start < t0 ? p->t_start : t0;
+            t1 = p->t_end > t1 ? p->t_end : t1;
+        }
+        ops += round_done;
+        wall_ns += (double)(t1 - t0);
+        if (c->caps & BENCH_CONSUMES) {
+            int64_t s0 = bench_now();
+            consumer_sweep(c, run->q);
+            sweep_ns += (double)(bench_now() - s0);
+            /* restore the depth, untimed */
+            size_t removed = c->remove(run->q, &burst);
+            if ((long)removed != round_done)
+                die("restore remove (count)", c, EPROTO);
+            consumer_sweep(c, run->q);
+        }
+        if (bench_now() >= point_end)
+            break;
+    }
+    run->quit = true;
+    pthread_barrier_wait(&run->start);
+    for (int i = 0; i < nproducers; i++) {
+        pthread_join(run->p[i].thread, NULL);
+        free(run->p[i].whens);
+    }
+    pthread_barrier_destroy(&run->start);
+    pthread_barrier_destroy(&run->done);
+    c->destroy(run->q);
+    free(run);
+
+    char name[96];
+    snprintf(name, sizeof(name), "insert cost, depth %ld, %d producer%s", depth,
+             nproducers, nproducers > 1 ? "s" : "");
+    stats_put(stats_metric_get(&results, "queues", "insert", name, "ns/insert",
+                               false, depth, nproducers),
+              col, rep, thread_ns / (double)ops);
+    snprintf(name, sizeof(name), "insert throughput, depth %ld, %d producer%s",
+             depth, nproducers, nproducers > 1 ? "s" : "");
+    stats_put(stats_metric_get(&results, "queues", "insert", name, "Minserts/s",
+                               true, depth, nproducers),
+              col, rep, (double)ops / wall_ns * 1e3);
+    if (c->caps & BENCH_CONSUMES) {
+        snprintf(name, sizeof(name), "consumer sweep of those inserts, depth %ld, %d producer%s",
+                 depth, nproducers, nproducers > 1 ? "s" : "");
+        stats_put(stats_metric_get(&results, "queues", "insert", name, "ns/msg",
+                                   false, depth, nproducers),
+                  col, rep, sweep_ns / (double)ops);
+    }
+}
+
+/* ---- end to end ---------------------------------------------------------- */
+
+typedef struct e2e_run {
+    const bench_contender *c;
+    void           *q;
+    int             nproducers;
+    long            per_producer;
+    bool            paced;
+    _Atomic int     ready;        /* consumer 1, then each producer 1 */
+    int64_t         t_first_post;
+    int64_t         t_last_delivery;
+    int64_t         producer_ns[2];
+    int64_t        *latency;      /* consumer only until joined */
+    long            delivered;
+    int             err;
+} e2e_run;
+
+typedef struct e2e_producer {
+    e2e_run *run;
+    int      index;
+} e2e_producer;
+
+static void *e2e_consumer_main(void *arg)
+{
+    e2e_run *run = arg;
+    const bench_contender *c = run->c;
+    consumer_sweep(c, run->q);        /* this thread is the consumer now */
+    atomic_fetch_add(&run->ready, 1);
+    long total = run->per_producer * run->nproducers;
+    while (run->delivered < total) {
+        dq_msg out;
+        int err = c->next_until(run->q, &out, bench_now() + 5000000000LL);
+        int64_t now = bench_now();
+        if (err) {
+            run->err = err;
+            break;
+        }
+        if (out.target != &burst_target) {
+            run->err = -EPROTO;
+            break;
+        }
+        run->latency[run->delivered++] = now - out.when;
+        run->t_last_delivery = now;
+    }
+    return NULL;
+}
+
+static void *e2e_producer_main(void *arg)
+{
+    e2e_producer *p = arg;
+    e2e_run *run = p->run;
+    const bench_contender *c = run->c;
+    dq_msg m = make_msg(&burst_target, p->index);
+    atomic_fetch_add(&run->ready, 1);
+    while (atomic_load(&run->ready) < 1 + run->nproducers)
+        ;
+    int64_t t0 = bench_now();
+    if (p->index == 0)
+        run->t_first_post = t0;
+    struct timespec gap = { 0, 20000 };
+    for (long i = 0; i < run->per_producer; i++) {
+        int err = c->post_at(run->q, &m, bench_now(), NULL);
+        if (err) {
+            run->err = err;
+            break;
+        }
+        if (run->paced && i % 4 == 3)
+            nanosleep(&gap, NULL);
+    }
+    run->producer_ns[p->index] = bench_now() - t0;
+    return NULL;
+}
+
+static double percentile(int64_t *xs, long n, double p)
+{
+    if (n == 0)
+        return NAN;
+    long i = (long)ceil(p * (double)n) - 1;
+    if (i < 0)
+        i = 0;
+    if (i >= n)
+        i = n - 1;
+    return (double)xs[i];
+}
+
+static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
+                          bool paced)
+{
+    const bench_contender *c = contenders[col];
+    e2e_run run;
+    memset(&run, 0, sizeof(run));
+    run.c = c;
+    run.nproducers = nproducers;
+    run.paced = paced;
+    run.per_producer = (paced ? cfg->e2e_paced_msgs : cfg->e2e_unpaced_msgs) / nproducers;
+    run.latency = malloc((size_t)(run.per_producer * nproducers) * sizeof(int64_t));
+    run.q = c->create();
+    if (run.q == NULL || run.latency == NULL)
+        die("create", c, ENOMEM);
+    fill_queue(c, run.q, cfg->e2e_depth, bench_now() + 3600LL * 1000000000,
+               !cfg->random_fill, NULL);
+    pthread_t consumer, producers[2];
+    e2e_producer p[2];
+    if (pthread_create(&consumer, NULL, e2e_consumer_main, &run))
+        die("pthread_create", c, errno);
+    for (int i = 0; i < nproducers; i++) {
+        p[i].run = &run;
+        p[i].index = i;
+        if (pthread_create(&producers[i], NULL, e2e_producer_main, &p[i]))
+            die("pthread_create", c, errno);
+    }
+    for (int i = 0; i < nproducers; i++)
+        pthread_join(producers[i], NULL);
+    pthread_join(consumer, NULL);
+    if (run.err)
+        die(paced ? "e2e paced" : "e2e", c, run.err);
+    c->destroy(run.q);
+
+    long n = run.delivered;
+    char name[96];
+    const char *ps = nproducers > 1 ? "s" : "";
+    if (!paced) {
+        snprintf(name, sizeof(name), "e2e throughput, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "Mmsg/s", true,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, (double)n / (double)(run.t_last_delivery - run.t_first_post) * 1e3);
+        double post_ns = 0;
+        for (int i = 0; i < nproducers; i++)
+            post_ns += (double)run.producer_ns[i];
+        snprintf(name, sizeof(name), "e2e post cost, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "ns/post", false,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, post_ns / (double)n);
+    } else {
+        qsort(run.latency, (size_t)n, sizeof(int64_t), cmp_i64);
+        static const double ps_[] = { 0.5, 0.99, 0.999 };
+        static const char *const pn[] = { "p50", "p99", "p99.9" };
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof(name), "post-to-delivery %s, paced, depth %ld, %d producer%s",
+                     pn[k], cfg->e2e_depth, nproducers, ps);
+            stats_put(stats_metric_get(&results, "queues", "e2e", name, "us", false,
+                                       cfg->e2e_depth, nproducers),
+                      col, rep, percentile(run.latency, n, ps_[k]) / 1e3);
+        }
+    }
+    free(run.latency);
+}
+
+/* ---- remove by criteria, cancel by token -------------------------------- */
+
+static void run_remove_point(const config *cfg, int col, int rep, long depth)
+{
+    const bench_contender *c = contenders[col];
+    void *q = c->create();
+    if (q == NULL)
+        die("create", c, ENOMEM);
+    fill_queue(c, q, depth, bench_now() + 3600LL * 1000000000, !cfg->random_fill, NULL);
+    consumer_sweep(c, q);
+    double call_ns = 0, total_ns = 0;
+    for (int i = 0; i < cfg->remove_calls; i++) {
+        /* target 0 holds what 0, 8, 16, ...: what = 8 * i matches ~D/1024 */
+        dq_match match = { .target = &fill_targets[0], .fields = DQ_MATCH_WHAT,
+                           .what = (int32_t)((8 * i) % 128) };
+        int64_t t0 = bench_now();
+        size_t removed = c->remove(q, &match);
+        int64_t t1 = bench_now();
+        consumer_sweep(c, q);
+        int64_t t2 = bench_now();
+        (void)removed;
+        call_ns += (double)(t1 - t0);
+        total_ns += (double)(t2 - t0);
+    }
+    c->destroy(q);
+    char name[96];
+    snprintf(name, sizeof(name), "remove by criteria, depth %ld", depth);
+    stats_put(stats_metric_get(&results, "queues", "remove", name, "us/call", false, depth, 1),
+              col, rep, call_ns / cfg->remove_calls / 1e3);
+    snprintf(name, sizeof(name), "remove by criteria + consumer cleanup, depth %ld", depth);
+    stats_put(stats_metric_get(&results, "queues", "remove", name, "us/call", false, depth, 1),
+              col, rep, total_ns / cfg->remove_calls / 1e3);
+}
+
+static void run_cancel_point(const config *cfg, int col, int rep, long depth)
+{
+    const bench_contender *c = contenders[col];
+    (void)cfg;
+    void *q = c->create();
+    dq_token *toks = malloc((size_t)depth * sizeof(*toks));
+    if (q == NULL || toks == NULL)
+        die("create", c, ENOMEM);
+    fill_queue(c, q, depth, bench_now() + 3600LL * 1000000000, !cfg->random_fill, toks);
+    consumer_sweep(c, q);
+    long k = depth / 10 < 1000 ? depth / 10 : 1000;
+    if (k < 1)
+        k = 1;
+    /* distinct pseudo-random victims: a stride coprime to depth */
+    long stride = 7919 % depth ? 7919 : 7907;
+    long start = (long)((uint64_t)rep * 104729u % (uint64_t)depth);
+    int64_t t0 = bench_now();
+    for (long i = 0; i < k; i++) {
+        int err = c->cancel(q, toks[(start + i * stride) % depth]);
+        if (err)
+            die("cancel", c, err);
+    }
+    int64_t t1 = bench_now();
+    consumer_sweep(c, q);
+    int64_t t2 = bench_now();
+    c->destroy(q);
+    free(toks);
+    char name[96];
+    snprintf(name, sizeof(name), "cancel by token, depth %ld", depth);
+    stats_put(stats_metric_get(&results, "queues", "cancel", name, "ns/cancel", false, depth, 1),
+              col, rep, (double)(t1 - t0) / (double)k);
+    snprintf(name, sizeof(name), "cancel by token + consumer cleanup, depth %ld", depth);
+    stats_put(stats_metric_get(&results, "queues", "cancel", name, "ns/cancel", false, depth, 1),
+              col, rep, (double)(t2 - t0) / (double)k);
+}
+
+/* ---- consumer heap: branchless vs branchy -------------------------------- */
+
+static void run_heap_point(const config *cfg, int col, int rep, long depth,
+                           int64_t quantum)
+{
+    int64_t t0 = bench_now();
+    uint64_t sum = col == 0
+        ? bench_branchless_hold_work((uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum)
+        : bench_branchy_hold_work((uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum);
+    int64_t t1 = bench_now();
+    if (sum == 0)
+        die("heap workload", NULL, ENOMEM);
+    char name[96];
+    snprintf(name, sizeof(name), "heap hold (pop+push), depth %ld, due times %s",
+             depth, quantum == 1 ? "in ns (no ties)" : "in ms (ties)");
+    stats_put(stats_metric_get(&results, "heap", "heap", name, "ns/op", false, depth, 0),
+              col, rep, (double)(t1 - t0) / (double)(cfg->heap_ops + depth));
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+static void cpu_model(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *v = strchr(line, ':');
+            if (v) {
+                v++;
+                while (*v == ' ' || *v == '\t')
+                    v++;
+                v[strcspn(v, "\n")] = 0;
+                snprintf(buf, n, "%s", v);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static bool parse_list(const char *s, long *out, int max, int *n)
+{
+    *n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || *n == max)
+            return false;
+        out[(*n)++] = v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return false;
+    }
+    return *n > 0;
+}
+
+static int usage(const char *argv0)
+{
+    fprintf(stderr,
+            "usage: %s [--quick] [--reps N] [--scenarios insert,e2e,remove,cancel,heap]\n"
+            "          [--depths 1000,10000,100000] [--fill sorted|random]\n"
+            "          [--json PATH] [--plot-data PREFIX]\n",
+            argv0);
+    return 2;
+}
+
+static int rotate(int i, int rep, int n)
+{
+    return (i + rep) % n;
+}
+
+int main(int argc, char **argv)
+{
+    config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.reps = 5;
+    cfg.depths[0] = 1000;
+    cfg.depths[1] = 10000;
+    cfg.depths[2] = 100000;
+    cfg.ndepths = 3;
+    bool reps_given = false, depths_given = false;
+    const char *scenarios = "insert,e2e,remove,cancel,heap";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick")) {
+            cfg.quick = true;
+        } else if (!strcmp(a, "--reps") && v) {
+            cfg.reps = atoi(v);
+            reps_given = true;
+            i++;
+        } else if (!strcmp(a, "--scenarios") && v) {
+            scenarios = v;
+            i++;
+        } else if (!strcmp(a, "--depths") && v) {
+            if (!parse_list(v, cfg.depths, 8, &cfg.ndepths))
+                return usage(argv[0]);
+            depths_given = true;
+            i++;
+        } else if (!strcmp(a, "--fill") && v) {
+            if (strcmp(v, "sorted") && strcmp(v, "random"))
+                return usage(argv[0]);
+            cfg.random_fill = !strcmp(v, "random");
+            i++;
+        } else if (!strcmp(a, "--json") && v) {
+            cfg.json_path = v;
+            i++;
+        } else if (!strcmp(a, "--plot-data") && v) {
+            cfg.plot_prefix = v;
+            i++;
+        } else {
+            return usage(argv[0]);
+        }
+    }
+    if (cfg.reps < 1 || cfg.reps > STATS_MAX_REPS)
+        return usage(argv[0]);
+    char *sc = strdup(scenarios);
+    for (char *tok = strtok(sc, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "insert")) cfg.run_insert = true;
+        else if (!strcmp(tok, "e2e")) cfg.run_e2e = true;
+        else if (!strcmp(tok, "remove")) cfg.run_remove = true;
+        else if (!strcmp(tok, "cancel")) cfg.run_cancel = true;
+        else if (!strcmp(tok, "heap")) cfg.run_heap = true;
+        else return usage(argv[0]);
+    }
+    free(sc);
+    if (cfg.quick) {
+        if (!reps_given)
+            cfg.reps = 2;
+        if (!depths_given) {
+            cfg.depths[0] = 1000;
+            cfg.depths[1] = 10000;
+            cfg.ndepths = 2;
+        }
+        cfg.insert_target_ops = 4000;
+        cfg.insert_budget_ns = 20000000;
+        cfg.e2e_depth = 1000;
+        cfg.e2e_unpaced_msgs = 20000;
+        cfg.e2e_paced_msgs = 2000;
+        cfg.remove_calls = 4;
+        cfg.heap_ops = 50000;
+    } else {
+        cfg.insert_target_ops = 200000;
+        cfg.insert_budget_ns = 300000000;
+        cfg.e2e_depth = 10000;
+        cfg.e2e_unpaced_msgs = 200000;
+        cfg.e2e_paced_msgs = 20000;
+        cfg.remove_calls = 16;
+        cfg.heap_ops = 1000000;
+    }
+
+    const char *cols[NCONTENDERS];
+    for (int i = 0; i < NCONTENDERS; i++)
+        cols[i] = contenders[i]->name;
+
+    char model[256];
+    cpu_model(model, sizeof(model));
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct utsname un;
+    uname(&un);
+#ifdef __OPTIMIZE__
+    const char *optimized = "yes";
+#else
+    const char *optimized = "NO (build with -c opt)";
+#endif
+#ifdef NDEBUG
+    const char *ndebug = "yes";
+#else
+    const char *ndebug = "no";
+#endif
+    printf("# queue_bench\n\n");
+    printf("- machine: %s, %ld online cores, %s %s %s\n", model, ncpu, un.sysname,
+           un.release, un.machine);
+    printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
+           optimized, ndebug, BENCH_COPTS);
+    printf("- deliqueue atomics: %s\n", dq_atomics());
+    printf("- run: %s, %d repetitions, interleaved, background fill %s; "
+           "cells: median (median of per-repetition value / deliqueue's value)\n",
+           cfg.quick ? "--quick" : "full", cfg.reps, cfg.random_fill ? "random" : "sorted");
+    printf("- contenders:\n");
+    for (int i = 0; i < NCONTENDERS; i++)
+        printf("  - %s: %s\n", contenders[i]->name, contenders[i]->design);
+    fflush(stdout);
+
+    for (int rep = 0; rep < cfg.reps; rep++) {
+        fprintf(stderr, "queue_bench: repetition %d/%d\n", rep + 1, cfg.reps);
+        if (cfg.run_insert)
+            for (int d = 0; d < cfg.ndepths; d++)
+                for (int np = 1; np <= 2; np++)
+                    for (int i = 0; i < NCONTENDERS; i++)
+                        run_insert_point(&cfg, rotate(i, rep, NCONTENDERS), rep,
+                                         cfg.depths[d], np);
+        if (cfg.run_e2e)
+            for (int np = 1; np <= 2; np++)
+                for (int paced = 0; paced <= 1; paced++)
+                    for (int i = 0; i < NCONTENDERS; i++) {
+                        int col = rotate(i, rep, NCONTENDERS);
+                        if (contenders[col]->caps & BENCH_CONSUMES)
+                            run_e2e_point(&cfg, col, rep, np, paced);
+                    }
+        if (cfg.run_remove || cfg.run_cancel)
+            for (int d = 0; d < cfg.ndepths; d++)
+                for (int i = 0; i < NCONTENDERS; i++) {
+                    int col = rotate(i, rep, NCONTENDERS);
+                    if (!(contenders[col]->caps & BENCH_CONSUMES))
+                        continue;
+                    if (cfg.run_remove)
+                        run_remove_point(&cfg, col, rep, cfg.depths[d]);
+                    if (cfg.run_cancel)
+                        run_cancel_point(&cfg, col, rep, cfg.depths[d]);
+                }
+        if (cfg.run_heap) {
+            long hd[2] = { 10000, 100000 };
+            for (int d = 0; d < 2; d++)
+                for (int qi = 0; qi < 2; qi++)
+                    for (int i = 0; i < 2; i++)
+                        run_heap_point(&cfg, rotate(i, rep, 2), rep,
+                                       cfg.quick ? hd[d] / 10 : hd[d],
+                                       qi ? 1000000 : 1);
+        }
+    }
+
+    printf("\n## Queues\n\n");
+    stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
+    printf("\n## Consumer heap comparators\n\n");
+    stats_print_table(stdout, &results, "heap", heap_cols, 2);
+    fflush(stdout);
+
+    if (cfg.json_path) {
+        FILE *f = fopen(cfg.json_path, "w");
+        if (f == NULL) {
+            perror(cfg.json_path);
+            return 2;
+        }
+        char header[2048];
+        snprintf(header, sizeof(header),
+                 "  \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s %s %s\"},\n"
+                 "  \"build\": {\"compiler\": \"%s\", \"optimized\": %s, \"ndebug\": %s, \"copts\": \"%s\"},\n"
+                 "  \"atomics\": \"%s\",\n"
+                 "  \"run\": {\"quick\": %s, \"repetitions\": %d, \"fill\": \"%s\"}",
+                 model, ncpu, un.sysname, un.release, un.machine, __VERSION__,
+                 optimized[0] == 'y' ? "true" : "false", ndebug[0] == 'y' ? "true" : "false",
+                 BENCH_COPTS, dq_atomics(), cfg.quick ? "true" : "false", cfg.reps,
+                 cfg.random_fill ? "random" : "sorted");
+        stats_write_json(f, &results, header, cols, NCONTENDERS, heap_cols, 2);
+        fclose(f);
+    }
+    if (cfg.plot_prefix) {
+        for (int np = 1; np <= 2; np++) {
+            char path[1024];
+            snprintf(path, sizeof(path), "%s%d.dat", cfg.plot_prefix, np);
+            FILE *f = fopen(path, "w");
+            if (f == NULL) {
+                perror(path);
+                return 2;
+            }
+            stats_write_plot_data(f, &results, np, cols, NCONTENDERS);
+            fclose(f);
+        }
+    }
+    return 0;
+}

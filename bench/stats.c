@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "bench/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+stats_metric *stats_metric_get(stats *s, const char *group, const char *scenario,
+                               const char *name, const char *unit,
+                               bool higher_better, long depth, int producers)
+{
+    for (int i = 0; i < s->nmetrics; i++) {
+        stats_metric *m = &s->m[i];
+        if (!strcmp(m->group, group) && !strcmp(m->scenario, scenario) &&
+            !strcmp(m->name, name))
+            return m;
+    }
+    if (s->nmetrics == STATS_MAX_METRICS) {
+        fprintf(stderr, "queue_bench: too many metrics\n");
+        exit(2);
+    }
+    stats_metric *m = &s->m[s->nmetrics++];
+    memset(m, 0, sizeof(*m));
+    m->group = group;
+    m->scenario = scenario;
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->unit = unit;
+    m->higher_better = higher_better;
+    m->depth = depth;
+    m->producers = producers;
+    return m;
+}
+
+void stats_put(stats_metric *m, int col, int rep, double value)
+{
+    if (col < 0 || col >= STATS_MAX_COLS || rep < 0 || rep >= STATS_MAX_REPS)
+        return;
+    m->v[col][rep] = value;
+    m->have[col][rep] = true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *xs, int n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(xs, (size_t)n, sizeof(*xs), cmp_double);
+    return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
+double stats_median(const stats_metric *m, int col)
+{
+    double xs[STATS_MAX_REPS];
+    int n = 0;
+    for (int r = 0; r < STATS_MAX_REPS; r++)
+        if (m->have[col][r])
+            xs[n++] = m->v[col][r];
+    return median_of(xs, n);
+}
+
+double stats_ratio(const stats_metric *m, int col)
+{
+    double xs[STATS_MAX_REPS];
+    int n = 0;
+    for (int r = 0; r < STATS_MAX_REPS; r++)
+        if (m->have[col][r] && m->have[0][r] && m->v[0][r] > 0)
+            xs[n++] = m->v[col][r] / m->v[0][r];
+    return median_of(xs, n);
+}
+
+/* Three significant digits, without exponents for the usual ranges. */
+static void fmt_value(char *buf, size_t n, double v)
+{
+    double a = fabs(v);
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else if (a >= 1000)
+        snprintf(buf, n, "%.0f", v);
+    else if (a >= 100)
+        snprintf(buf, n, "%.0f", v);
+    else if (a >= 10)
+        snprintf(buf, n, "%.1f", v);
+    else if (a >= 1)
+        snprintf(buf, n, "%.2f", v);
+    else
+        snprintf(buf, n, "%.3f", v);
+}
+
+static void fmt_ratio(char *buf, size_t n, double r)
+{
+    if (isnan(r))
+        snprintf(buf, n, "-");
+    else if (r >= 100)
+        snprintf(buf, n, "%.0fx", r);
+    else if (r >= 10)
+        snprintf(buf, n, "%.1fx", r);
+    else
+        snprintf(buf, n, "%.2fx", r);
+}
+
+void stats_print_table(FILE *out, const stats *s, const char *group,
+                       const char *const *cols, int ncols)
+{
+    fprintf(out, "| metric | unit |");
+    for (int c = 0; c < ncols; c++)
+        fprintf(out, " %s |", cols[c]);
+    fprintf(out, "\n|---|---|");
+    for (int c = 0; c < ncols; c++)
+        fprintf(out, "---:|");
+    fprintf(out, "\n");
+    for (int i = 0; i < s->nmetrics; i++) {
+        const stats_metric *m = &s->m[i];
+        if (strcmp(m->group, group))
+            continue;
+        fprintf(out, "| %s | %s %s |", m->name, m->unit,
+                m->higher_better ? "(higher better)" : "(lower better)");
+        for (int c = 0; c < ncols; c++) {
+            char v[32], r[32];
+            fmt_value(v, sizeof(v), stats_median(m, c));
+            if (c == 0 || isnan(stats_median(m, c))) {
+                fprintf(out, " %s |", v);
+                continue;
+            }
+            fmt_ratio(r, sizeof(r), stats_ratio(m, c));
+            fprintf(out, " %s (%s) |", v, r);
+        }
+        fprintf(out, "\n");
+    }
+}
+
+static void json_number(FILE *out, double v)
+{
+    if (isnan(v) || isinf(v))
+        fprintf(out, "null");
+    else
+        fprintf(out, "%.6g", v);
+}
+
+static void json_columns(FILE *out, const stats_metric *m,
+                         const char *const *cols, int ncols)
+{
+    fprintf(out, "\"columns\": {");
+    for (int c = 0; c < ncols; c++) {
+        fprintf(out, "%s\n        \"%s\": {\"median\": ", c ? "," : "", cols[c]);
+        json_number(out, stats_median(m, c));
+        fprintf(out, ", \"ratio_to_%s\": ", cols[0]);
+        json_number(out, stats_ratio(m, c));
+        fprintf(out, ", \"samples\": [");
+        bool first = true;
+        for (int r = 0; r < STATS_MAX_REPS; r++) {
+            if (!m->have[c][r])
+                continue;
+            fprintf(out, "%s", first ? "" : ", ");
+            json_number(out, m->v[c][r]);
+            first = false;
+        }
+        fprintf(out, "]}");
+    }
+    fprintf(out, "}");
+}
+
+void stats_write_json(FILE *out, const stats *s, const char *header,
+                      const char *const *queue_cols, int nqueue_cols,
+                      const char *const *heap_cols, int nheap_cols)
+{
+    fprintf(out, "{\n%s,\n  \"metrics\": [", header);
+    for (int i = 0; i < s->nmetrics; i++) {
+        const stats_metric *m = &s->m[i];
+        bool heap = !strcmp(m->group, "heap");
+        fprintf(out, "%s\n    {\"group\": \"%s\", \"scenario\": \"%s\", "
+                     "\"name\": \"%s\", \"unit\": \"%s\", \"better\": \"%s\", "
+                     "\"depth\": %ld, \"producers\": %d,\n      ",
+                i ? "," : "", m->group, m->scenario, m->name, m->unit,
+                m->higher_better ? "higher" : "lower", m->depth, m->producers);
+        json_columns(out, m, heap ? heap_cols : queue_cols,
+                     heap ? nheap_cols : nqueue_cols);
+        fprintf(out, "}");
+    }
+    fprintf(out, "\n  ]\n}\n");
+}
+
+void stats_write_plot_data(FILE *out, const stats *s, int producers,
+                           const char *const *cols, int ncols)
+{
+    fprintf(out, "# insert into a busy queue, %d producer(s): median ns per "
+                 "insert per producer\n# depth", producers);
+    for (int c = 0; c < ncols; c++)
+        fprintf(out, " %s", cols[c]);
+    fprintf(out, "\n");
+    for (int i = 0; i < s->nmetrics; i++) {
+        const stats_metric *m = &s->m[i];
+        if (strcmp(m->scenario, "insert") || m->producers != producers ||
+            strncmp(m->name, "insert cost", 11))
+            continue;
+        fprintf(out, "%ld", m->depth);
+        for (int c = 0; c < ncols; c++) {
+            double v = stats_median(m, c);
+            if (isnan(v))
+                fprintf(out, " NaN");
+            else
+                fprintf(out, " %.6g", v);
+        }
+        fprintf(out, "\n");
+    }
+}
