@@ -373,6 +373,11 @@ def main(argv=None):
                     except Exception:
                         pass
                 r.verdict, r.reason = runner.LOST, "interrupted (the launcher was stopped)"
+    for t in tlist:
+        try:
+            transports.make(t, out_dir, opts).close()
+        except Exception:
+            pass
     shutil.rmtree(opts.control_dir, ignore_errors=True)
 
     took = time.time() - t0

@@ -120,6 +120,9 @@ class Transport:
     def direct_command(self, binary, argv):
         raise NotImplementedError
 
+    def close(self):
+        """Release per-target resources after the last run (optional)."""
+
     def describe(self):
         """Facts worth keeping in the run's transport.json (work dir, pids)."""
         return {"kind": self.kind}
@@ -393,6 +396,14 @@ class SshTransport(RemoteShellTransport):
         return "%s %s %s < %s" % (" ".join(shlex.quote(w) for w in self.repro_ssh_argv()),
                                   shlex.quote(self.dest()), shlex.quote(remote),
                                   shlex.quote(binary))
+
+    def close(self):
+        """End the multiplexed master connection (called once per target)."""
+        try:
+            subprocess.run(self.base_argv() + ["-O", "exit", self.dest()], timeout=10,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pass
 
     def repro_ssh_argv(self):
         """ssh argv for a human: the same options minus the multiplexing."""
