@@ -4,7 +4,9 @@
  * cancel/remove/has, barriers, idle handlers, quit, snapshots.
  * Nothing here touches looper-only fields.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

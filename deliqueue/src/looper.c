@@ -15,7 +15,9 @@
  *   3. pick the earliest deliverable message; claim it by CAS; or sleep
  *      until it is due.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

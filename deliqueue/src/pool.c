@@ -11,7 +11,9 @@
  * A thread that exits gives its cached nodes back (pthread key destructor),
  * so memory stays bounded however many threads come and go.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

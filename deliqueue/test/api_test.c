@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Every function of the contract, and every error path. */
+#include <pthread.h>
+
+#include "test_util.h"
+
+TestSuite(api, .init = fixture_setup, .fini = fixture_teardown);
+
+Test(api, create_with_null_options_works)
+{
+    dq_queue *d = dq_create(NULL);
+    cr_assert_not_null(d);
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(d, &m, NULL), 0);
+    dq_unref(d); /* pending message dropped, no callback to report to */
+}
+
+Test(api, null_queue_is_einval_everywhere)
+{
+    dq_msg m = msg_what(&target_a, 1), out;
+    dq_token t;
+    dq_match match = { .target = &target_a };
+    cr_assert_eq(dq_post(NULL, &m, &t), -EINVAL);
+    cr_assert_eq(dq_post_at(NULL, &m, 5, &t), -EINVAL);
+    cr_assert_eq(dq_post_delayed(NULL, &m, 5, &t), -EINVAL);
+    cr_assert_eq(dq_post_at_front(NULL, &m, &t), -EINVAL);
+    cr_assert_eq(dq_cancel(NULL, 1), -EINVAL);
+    cr_assert_eq(dq_remove(NULL, &match), 0);
+    cr_assert_eq(dq_has(NULL, &match), false);
+    cr_assert_eq(dq_post_sync_barrier(NULL, &t), -EINVAL);
+    cr_assert_eq(dq_remove_sync_barrier(NULL, 1), -EINVAL);
+    cr_assert_eq(dq_next(NULL, &out), -EINVAL);
+    cr_assert_eq(dq_next_until(NULL, &out, 0), -EINVAL);
+    cr_assert_eq(dq_try_next(NULL, &out), -EINVAL);
+    cr_assert_eq(dq_loop(NULL), -EINVAL);
+    cr_assert_eq(dq_add_idle_handler(NULL, NULL, NULL), -EINVAL);
+    cr_assert_eq(dq_remove_idle_handler(NULL, NULL, NULL), -EINVAL);
+    cr_assert_eq(dq_pending(NULL), 0);
+    cr_assert_eq(dq_is_idle(NULL), true);
+    cr_assert_null(dq_ref(NULL));
+    dq_unref(NULL);
+    dq_quit(NULL);
+    dq_quit_safely(NULL);
+}
+
+Test(api, bad_messages_are_rejected_and_not_reported)
+{
+    dq_msg m = msg_what(NULL, 1);
+    dq_token t = 77;
+    cr_assert_eq(dq_post(q, NULL, &t), -EINVAL);
+    cr_assert_eq(dq_post(q, &m, &t), -EINVAL);          /* NULL target */
+    m.target = &target_a;
+    m.flags = 2;                                          /* unknown flag */
+    cr_assert_eq(dq_post(q, &m, &t), -EINVAL);
+    m.flags = 0;
+    cr_assert_eq(dq_post_at(q, &m, -1, &t), -EINVAL);   /* negative when */
+    cr_assert_eq(t, 77, "a rejected post must not write the token");
+    cr_assert_eq(dq_pending(q), 0);
+    cr_assert_eq(atomic_load(&rec.discards), 0);
+}
+
+Test(api, bad_matches_remove_nothing)
+{
+    cr_assert_eq(post_at(1, 10), 0);
+    dq_match none = { .target = NULL };
+    dq_match bad_fields = { .target = &target_a, .fields = 8 };
+    cr_assert_eq(dq_remove(q, NULL), 0);
+    cr_assert_eq(dq_remove(q, &none), 0);
+    cr_assert_eq(dq_remove(q, &bad_fields), 0);
+    cr_assert_eq(dq_has(q, &none), false);
+    cr_assert_eq(dq_pending(q), 1);
+}
+
+Test(api, null_out_is_einval)
+{
+    cr_assert_eq(dq_next(q, NULL), -EINVAL);
+    cr_assert_eq(dq_try_next(q, NULL), -EINVAL);
+    cr_assert_eq(dq_next_until(q, NULL, 0), -EINVAL);
+}
+
+Test(api, tokens)
+{
+    dq_msg m = msg_what(&target_a, 1);
+    dq_token t1, t2;
+    cr_assert_eq(dq_post(q, &m, &t1), 0);
+    cr_assert_eq(dq_post(q, &m, &t2), 0);
+    cr_assert_neq(t1, 0);
+    cr_assert_neq(t1, t2);
+    cr_assert_eq(dq_cancel(q, 0), -EINVAL);
+    cr_assert_eq(dq_cancel(q, t1), 0);
+    cr_assert_eq(dq_cancel(q, t1), -ENOENT, "double cancel");
+    cr_assert_eq(dq_cancel(q, UINT64_MAX), -ENOENT, "never issued");
+    cr_assert_eq(atomic_load(&rec.discards), 1);
+    cr_assert_eq(next_what(), 1);
+    cr_assert_eq(dq_cancel(q, t2), -ENOENT, "delivered");
+}
+
+Test(api, tokens_are_never_reused)
+{
+    /* recycle nodes many times; no token may come back */
+    enum { N = 20000 };
+    static dq_token seen[N];
+    dq_msg m = msg_what(&target_a, 1);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(dq_post(q, &m, &seen[i]), 0);
+        cr_assert_eq(next_what(), 1);
+    }
+    for (int i = 1; i < N; i++)
+        for (int j = i - 1; j >= 0 && j > i - 200; j--)
+            cr_assert_neq(seen[i], seen[j]);
+    /* a stale token never cancels the message now in its node */
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    for (int i = 0; i < N; i += 97)
+        cr_assert_eq(dq_cancel(q, seen[i]), -ENOENT);
+    cr_assert_eq(dq_pending(q), 1);
+}
+
+Test(api, token_of_another_queue_is_enoent)
+{
+    dq_queue *other = dq_create(NULL);
+    dq_msg m = msg_what(&target_a, 1);
+    dq_token t;
+    cr_assert_eq(dq_post(other, &m, &t), 0);
+    cr_assert_eq(dq_cancel(q, t), -ENOENT);
+    cr_assert_eq(dq_cancel(other, t), 0);
+    dq_unref(other);
+}
+
+Test(api, delays)
+{
+    dq_msg m = msg_what(&target_a, 1);
+    int64_t now = dq_now();
+    cr_assert_eq(dq_post_delayed(q, &m, INT64_MAX, NULL), 0); /* saturates */
+    m.what = 2;
+    cr_assert_eq(dq_post_delayed(q, &m, -5, NULL), 0);        /* = now */
+    m.what = 3;
+    cr_assert_eq(dq_post_delayed(q, &m, 100, NULL), 0);
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    cr_assert_eq(out.what, 2);
+    cr_assert_eq(out.when, now);
+    cr_assert_eq(next_what(), NOTHING_DUE);
+    dq_test_clock_advance(100);
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    cr_assert_eq(out.what, 3);
+    cr_assert_eq(out.when, now + 100);
+    dq_test_clock_set(INT64_MAX - 1);
+    cr_assert_eq(next_what(), NOTHING_DUE, "saturated delay is due at INT64_MAX");
+    dq_test_clock_set(INT64_MAX);
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    cr_assert_eq(out.when, INT64_MAX);
+}
+
+Test(api, payload_is_copied)
+{
+    int obj;
+    dq_msg m = { .target = &target_b, .what = 7, .arg1 = -3, .arg2 = 9,
+                 .obj = &obj, .flags = DQ_ASYNC };
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    m.what = 99; /* the caller's struct is not the queued one */
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    cr_assert_eq(out.target, &target_b);
+    cr_assert_eq(out.what, 7);
+    cr_assert_eq(out.arg1, -3);
+    cr_assert_eq(out.arg2, 9);
+    cr_assert_eq(out.obj, &obj);
+    cr_assert_eq(out.flags, DQ_ASYNC);
+}
+
+static void *other_consumer(void *arg)
+{
+    dq_msg out;
+    return (void *)(intptr_t)dq_try_next(arg, &out);
+}
+
+Test(api, second_consumer_thread_gets_eperm)
+{
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), -EAGAIN); /* we are the consumer now */
+    pthread_t t;
+    void *ret;
+    pthread_create(&t, NULL, other_consumer, q);
+    pthread_join(t, &ret);
+    cr_assert_eq((intptr_t)ret, -EPERM);
+    cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
+}
+
+Test(api, next_until_times_out)
+{
+    dq_test_clock_real();
+    dq_msg out;
+    int64_t start = dq_now();
+    cr_assert_eq(dq_next_until(q, &out, start + 20000000), -ETIMEDOUT);
+    cr_assert_geq(dq_now() - start, 20000000);
+    cr_assert_eq(dq_next_until(q, &out, 0), -ETIMEDOUT, "past deadline");
+}
+
+struct poster { dq_queue *q; int64_t delay_ns; };
+
+static void *post_later(void *arg)
+{
+    struct poster *p = arg;
+    struct timespec ts = { 0, p->delay_ns };
+    nanosleep(&ts, NULL);
+    dq_msg m = msg_what(&target_a, 42);
+    dq_post(p->q, &m, NULL);
+    return NULL;
+}
+
+Test(api, blocked_consumer_is_woken_by_a_post)
+{
+    dq_test_clock_real();
+    struct poster p = { q, 20000000 };
+    pthread_t t;
+    pthread_create(&t, NULL, post_later, &p);
+    dq_msg out;
+    int64_t start = dq_now();
+    cr_assert_eq(dq_next_until(q, &out, start + 5000000000), 0);
+    cr_assert_eq(out.what, 42);
+    cr_assert_lt(dq_now() - start, 2000000000, "woken by the post, not the deadline");
+    pthread_join(t, NULL);
+}
+
+Test(api, blocked_consumer_wakes_when_due)
+{
+    dq_test_clock_real();
+    dq_msg m = msg_what(&target_a, 5);
+    int64_t start = dq_now();
+    cr_assert_eq(dq_post_delayed(q, &m, 30000000, NULL), 0);
+    dq_msg out;
+    cr_assert_eq(dq_next(q, &out), 0);
+    cr_assert_geq(dq_now(), out.when, "never early");
+    cr_assert_geq(dq_now() - start, 30000000);
+}
+
+Test(api, ref_keeps_the_handle)
+{
+    dq_queue *extra = dq_ref(q);
+    cr_assert_eq(extra, q);
+    dq_quit(q);
+    dq_unref(extra);
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, NULL), -ESHUTDOWN);
+}
+
+Test(api, atomics_and_clock)
+{
+    const char *a = dq_atomics();
+    cr_assert_not_null(a);
+    cr_assert(strcmp(a, "x86_64") == 0 || strcmp(a, "arm64-llsc") == 0 ||
+              strcmp(a, "arm64-lse") == 0 || strcmp(a, "arm64-outline") == 0,
+              "dq_atomics() = %s", a);
+    dq_test_clock_set(5);
+    cr_assert_eq(dq_now(), 5);
+    dq_test_clock_advance(10);
+    cr_assert_eq(dq_now(), 15);
+    dq_test_clock_real();
+    int64_t a1 = dq_now(), a2 = dq_now();
+    cr_assert_leq(a1, a2);
+}
+
+static int loop_seen;
+static void loop_callback(dq_msg *m) { loop_seen += m->what; }
+static void loop_dispatch(dq_msg *m, void *ctx) { (void)ctx; loop_seen += 100 * m->what; if (m->what == 3) dq_quit(q); }
+
+Test(api, loop_runs_callbacks_and_dispatch_until_quit)
+{
+    dq_unref(q);
+    dq_options o = { .dispatch = loop_dispatch };
+    q = dq_create(&o);
+    loop_seen = 0;
+    dq_msg m = msg_what(&target_a, 1);
+    m.callback = loop_callback;
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    m.callback = NULL;
+    m.what = 2;
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    m.what = 3;
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    m.what = 4;
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    cr_assert_eq(dq_loop(q), 0);
+    cr_assert_eq(loop_seen, 1 + 200 + 300);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared fixtures for the deliqueue unit tests: a queue on the manual
+   clock whose discards are recorded, and message helpers. */
+#ifndef DELIQUEUE_TEST_UTIL_H
+#define DELIQUEUE_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <deliqueue/deliqueue.h>
+#include <deliqueue/testing.h>
+
+#define MAX_RECORDED 4096
+
+typedef struct recorder {
+    _Atomic size_t discards;
+    int32_t what[MAX_RECORDED]; /* what of each discard, in order (single-threaded tests) */
+    size_t dispatched;
+} recorder;
+
+static recorder rec;
+static int target_a __attribute__((unused)), target_b __attribute__((unused));
+static dq_queue *q;
+
+static inline void record_discard(const dq_msg *m, void *ctx)
+{
+    recorder *r = ctx;
+    size_t i = atomic_fetch_add(&r->discards, 1);
+    if (i < MAX_RECORDED)
+        r->what[i] = m->what;
+}
+
+static inline dq_options recording_options(void)
+{
+    dq_options o = { .on_discard = record_discard, .ctx = &rec };
+    return o;
+}
+
+static inline void fixture_setup(void)
+{
+    memset(&rec, 0, sizeof(rec));
+    dq_test_clock_set(1000000);
+    dq_options o = recording_options();
+    q = dq_create(&o);
+    cr_assert_not_null(q);
+}
+
+static inline void fixture_teardown(void)
+{
+    dq_unref(q);
+    q = NULL;
+    dq_test_clock_real();
+}
+
+static inline dq_msg msg_what(const void *target, int32_t what)
+{
+    dq_msg m = { .target = target, .what = what };
+    return m;
+}
+
+static inline int post_at(int32_t what, int64_t when)
+{
+    dq_msg m = msg_what(&target_a, what);
+    return dq_post_at(q, &m, when, NULL);
+}
+
+/* The what of the next due message, or the error as a negative number
+   below -1000000 so a test failure says which. */
+static inline int32_t next_what(void)
+{
+    dq_msg out;
+    int err = dq_try_next(q, &out);
+    return err ? -1000000 + err : out.what;
+}
+
+#define NOTHING_DUE (-1000000 - EAGAIN)
+
+#endif
