@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * deliqueue/legacy: Android's old, lock-protected MessageQueue in C.
+ *
+ * The baseline that DeliQueue replaced, kept for two jobs: the benchmark's
+ * contender and the reference model of the differential fuzzer.  It is
+ * deliberately simple: one pthread mutex around a singly linked list sorted
+ * by (when, insertion order), with a tail pointer so that posting at or after
+ * the last message is O(1); any other post walks the list (O(N)).
+ *
+ * Who may call what concurrently
+ * ------------------------------
+ * Every function takes the one mutex, so everything may race with
+ * everything, exactly as deliqueue.h's table says, with the same roles:
+ *   producer   dq_legacy_post*, dq_legacy_post_sync_barrier
+ *   remover    dq_legacy_cancel, dq_legacy_remove, dq_legacy_has,
+ *              dq_legacy_remove_sync_barrier
+ *   any        dq_legacy_quit, dq_legacy_quit_safely, dq_legacy_pending,
+ *              dq_legacy_is_idle, dq_legacy_*_idle_handler
+ *   consumer   dq_legacy_next, dq_legacy_next_until, dq_legacy_try_next
+ *              (the first thread to call one is the consumer; another
+ *              gets -EPERM)
+ *   owner      dq_legacy_destroy: no other call may be in progress or follow
+ *              (the legacy queue is not reference counted).
+ *
+ * Semantics and error codes are those of deliqueue.h, function for function
+ * (dq_legacy_X behaves as dq_X):
+ *   - order (when, insertion); when == 0 is the front (LIFO among fronts);
+ *   - sync barriers are items without a target, inserted at now like
+ *     Android's postSyncBarrier; while one is at the head only DQ_ASYNC
+ *     messages are delivered;
+ *   - on_discard is called, on the discarding thread and with the mutex
+ *     released, exactly once for every accepted message not delivered;
+ *   - time comes from dq_now(), so the test clock of
+ *     //deliqueue:deliqueue_testing drives this queue too.  This library
+ *     does not define dq_now(): link it with //deliqueue:deliqueue or
+ *     //deliqueue:deliqueue_testing.
+ *
+ * Matching and validation are msg.h's, shared with deliqueue.
+ */
+#ifndef DELIQUEUE_LEGACY_H
+#define DELIQUEUE_LEGACY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <deliqueue/deliqueue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dq_legacy dq_legacy;
+
+/* NULL opts: defaults.  NULL with errno = ENOMEM on failure. */
+dq_legacy *dq_legacy_create(const dq_options *opts);
+/* Quit (if not yet) reporting every pending message to on_discard, and free.
+   NULL: no-op.  Thread: owner, with no call in progress. */
+void dq_legacy_destroy(dq_legacy *q);
+
+int dq_legacy_post(dq_legacy *q, const dq_msg *m, dq_token *tok);
+int dq_legacy_post_at(dq_legacy *q, const dq_msg *m, int64_t when, dq_token *tok);
+int dq_legacy_post_delayed(dq_legacy *q, const dq_msg *m, int64_t delay, dq_token *tok);
+int dq_legacy_post_at_front(dq_legacy *q, const dq_msg *m, dq_token *tok);
+
+int dq_legacy_cancel(dq_legacy *q, dq_token tok);
+size_t dq_legacy_remove(dq_legacy *q, const dq_match *m);
+bool dq_legacy_has(dq_legacy *q, const dq_match *m);
+
+int dq_legacy_post_sync_barrier(dq_legacy *q, dq_token *tok);
+int dq_legacy_remove_sync_barrier(dq_legacy *q, dq_token tok);
+
+int dq_legacy_add_idle_handler(dq_legacy *q, bool (*fn)(void *ctx), void *ctx);
+int dq_legacy_remove_idle_handler(dq_legacy *q, bool (*fn)(void *ctx), void *ctx);
+
+int dq_legacy_next(dq_legacy *q, dq_msg *out);
+int dq_legacy_next_until(dq_legacy *q, dq_msg *out, int64_t deadline);
+int dq_legacy_try_next(dq_legacy *q, dq_msg *out);
+
+void dq_legacy_quit(dq_legacy *q);
+void dq_legacy_quit_safely(dq_legacy *q);
+bool dq_legacy_is_idle(dq_legacy *q);
+size_t dq_legacy_pending(dq_legacy *q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELIQUEUE_LEGACY_H */
