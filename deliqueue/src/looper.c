@@ -97,6 +97,8 @@ static void looper_retire(dq_core *core, dq_node *n)
    walkers counted in r's parity have left, so then it is free. */
 static void looper_reclaim(dq_core *core)
 {
+    if (core->limbo_head == NULL)
+        return; /* nothing waits for a grace period: leave the epoch alone */
     uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     /* seq_cst load and store: the looper's half of the Dekker pair in
        walk_begin.  Parity (e + 1) & 1 counts the walkers of epoch e - 1. */
