@@ -40,6 +40,7 @@ struct dq_legacy {
     size_t pending;             /* messages, barriers not counted */
     dq_options opts;
     bool quitting;              /* any quit */
+    bool quit_now;              /* dq_legacy_quit (after quit_safely too) */
     bool consumer_set;
     bool consumer_waiting;
     pthread_t consumer;
@@ -283,6 +284,10 @@ int dq_legacy_remove_sync_barrier(dq_legacy *q, dq_token tok)
     if (!legacy_token_is_barrier(tok))
         return -ENOENT;
     pthread_mutex_lock(&q->mu);
+    if (q->quitting) {          /* as dq_cancel: the queue is going away */
+        pthread_mutex_unlock(&q->mu);
+        return -ESHUTDOWN;
+    }
     legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
     if (n != NULL) {
         legacy_unlink(q, prev, n);
@@ -473,6 +478,11 @@ int dq_legacy_try_next(dq_legacy *q, dq_msg *out)
     int rc = consumer_enter(q);
     if (rc == 0)
         rc = consumer_take(q, out, &due, &leftover);
+    if (rc == -EAGAIN && q->idle_len != 0) {
+        /* about to report "nothing due": that is an idle moment too */
+        consumer_run_idle(q);
+        rc = consumer_take(q, out, &due, &leftover);
+    }
     pthread_mutex_unlock(&q->mu);
     legacy_discard_chain(q, leftover);
     return rc;
@@ -498,20 +508,19 @@ int dq_legacy_next_until(dq_legacy *q, dq_msg *out, int64_t deadline)
         rc = consumer_take(q, out, &due, &leftover);
         if (rc != -EAGAIN)
             break;
-        int64_t now = dq_now();
-        if (now >= deadline) {
-            rc = -ETIMEDOUT;
-            break;
-        }
-        if (!idle_ran) {
+        if (!idle_ran && q->idle_len != 0) {
             idle_ran = true;
             consumer_run_idle(q);       /* may drop and retake the mutex */
             rc = consumer_take(q, out, &due, &leftover);
             if (rc != -EAGAIN)
                 break;
         }
+        int64_t now = dq_now();
+        if (now >= deadline) {
+            rc = -ETIMEDOUT;
+            break;
+        }
         rc = 0;
-        now = dq_now();
         int64_t wake = due < deadline ? due : deadline;
         int64_t wait = wake - now;
         /* A manual test clock (dq_now() away from CLOCK_MONOTONIC) may be
@@ -551,8 +560,9 @@ void dq_legacy_quit(dq_legacy *q)
         return;
     legacy_node *chain = NULL;
     pthread_mutex_lock(&q->mu);
-    if (!q->quitting) {
+    if (!q->quit_now) {         /* quit after quit_safely drops the rest */
         q->quitting = true;
+        q->quit_now = true;
         chain = legacy_detach_suffix(q, NULL, q->head);
         pthread_cond_broadcast(&q->cv);
     }
@@ -587,7 +597,7 @@ bool dq_legacy_is_idle(dq_legacy *q)
         return true;
     pthread_mutex_lock(&q->mu);
     legacy_node *prev, *n = consumer_candidate(q, &prev);
-    bool idle = n == NULL || n->when > dq_now();
+    bool idle = q->quitting || n == NULL || n->when > dq_now();
     pthread_mutex_unlock(&q->mu);
     return idle;
 }
@@ -597,7 +607,7 @@ size_t dq_legacy_pending(dq_legacy *q)
     if (q == NULL)
         return 0;
     pthread_mutex_lock(&q->mu);
-    size_t n = q->pending;
+    size_t n = q->quitting ? 0 : q->pending;   /* as dq_pending */
     pthread_mutex_unlock(&q->mu);
     return n;
 }

@@ -312,3 +312,29 @@ Test(legacy, blocking_next_follows_test_clock)
     cr_assert_eq(out.arg1, 9);
     pthread_join(t, NULL);
 }
+
+Test(legacy, quit_after_quit_safely_drops_the_rest)
+{
+    dq_msg m = msg(&target_a, 0, 1);
+    dq_token b;
+    dq_legacy_post(q, &m, NULL);
+    dq_legacy_post_sync_barrier(q, &b);
+    dq_legacy_quit_safely(q);
+    cr_assert_eq(discards, 0);
+    cr_assert_eq(dq_legacy_pending(q), 0);      /* quitting: as dq_pending */
+    cr_assert_eq(dq_legacy_remove_sync_barrier(q, b), -ESHUTDOWN);
+    dq_legacy_quit(q);
+    cr_assert_eq(discards, 1);
+    dq_msg out;
+    cr_assert_eq(dq_legacy_try_next(q, &out), -ESHUTDOWN);
+}
+
+Test(legacy, try_next_runs_idle_handlers)
+{
+    idle_calls = 0;
+    dq_legacy_add_idle_handler(q, idle_once, NULL);
+    dq_msg out;
+    cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
+    cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
+    cr_assert_eq(idle_calls, 1);                /* removed after false */
+}
