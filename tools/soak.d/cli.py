@@ -160,6 +160,7 @@ class Options:
         self.out_dir = out_dir
         self.missing = {}
         self.binaries = {}
+        self.stop = threading.Event()  # set on ^C: every run stops and is LOST
 
     def launcher_repro(self, run):
         a = self.a
@@ -364,15 +365,14 @@ def main(argv=None):
     try:
         sched.run_all()
     except KeyboardInterrupt:
-        log("interrupted: stopping runs")
+        log("interrupted: stopping the runs (they count as LOST)")
+        opts.stop.set()
         for r in runs:
-            if r.state != "done":
-                if r.transport:
-                    try:
-                        r.transport.cleanup()
-                    except Exception:
-                        pass
-                r.verdict, r.reason = runner.LOST, "interrupted (the launcher was stopped)"
+            if r.state == "pending":
+                r.verdict, r.reason = runner.LOST, "interrupted before it started"
+        deadline = time.time() + 60
+        while any(r.state in ("starting", "running") for r in runs) and time.time() < deadline:
+            time.sleep(0.2)
     for t in tlist:
         try:
             transports.make(t, out_dir, opts).close()

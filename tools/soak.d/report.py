@@ -35,6 +35,10 @@ def rows(records):
         peaks = [r["peak_rss_kb"] for r in rs if r["peak_rss_kb"]]
         row["peak_rss_kb"] = max(peaks) if peaks else None
         row["atomics"] = sorted({(r["summary"] or {}).get("atomics") for r in rs} - {None})
+        want = {r.get("expected_atomics") for r in rs} - {None}
+        row["atomics_warning"] = ""
+        if want and row["atomics"] and set(row["atomics"]) != want:
+            row["atomics_warning"] = "expected %s" % ", ".join(sorted(want))
         row["verdict"] = FAILED if row["failed"] else LOST if row["lost"] else PASS
         row["seeds"] = [r["seed"] for r in rs]
     return out
@@ -44,6 +48,18 @@ def mem(kb):
     if not kb:
         return "-"
     return "%.1f MiB" % (kb / 1024.0) if kb >= 1024 else "%d KiB" % kb
+
+
+def atomics_text(row):
+    text = ", ".join(row["atomics"]) or "-"
+    return text + (" (WARNING: %s)" % row["atomics_warning"] if row["atomics_warning"] else "")
+
+
+def atomics_html(row):
+    text = html.escape(", ".join(row["atomics"]) or "-")
+    if row["atomics_warning"]:
+        text += " <span class='warn'>&#9888; %s</span>" % html.escape(row["atomics_warning"])
+    return text
 
 
 def verdict_text(row):
@@ -107,7 +123,7 @@ def markdown(table, records, meta):
          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in table:
         L.append("| %s | %s | %s | %d | %.3f | %s | %d | %s | **%s** |" %
-                 (row["target"], row["config"], ", ".join(row["atomics"]) or "-", row["n"],
+                 (row["target"], row["config"], atomics_text(row), row["n"],
                   row["hours"], human(row["ops"]), row["violations"], mem(row["peak_rss_kb"]),
                   verdict_text(row)))
     L += ["", "![throughput over time](throughput.svg)", ""]
@@ -151,6 +167,7 @@ white-space:pre-wrap;word-break:break-all}
 .run{border-left:4px solid #ccc;padding-left:12px;margin:16px 0}
 .run.FAILED{border-color:#c00;background:none;color:inherit;font-weight:normal}
 .run.LOST{border-color:#e69500;background:none;color:inherit;font-weight:normal}
+.warn{color:#a05a00;font-size:12px}
 img.plot{border:1px solid #ddd;margin-top:14px;max-width:100%}
 """
 
@@ -174,7 +191,7 @@ def html_page(table, records, meta, svg):
         H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td>"
                  "<td class='n'>%.3f</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
                  "<td class='n'>%s</td><td class='%s'>%s</td></tr>" %
-                 (e(row["target"]), e(row["config"]), e(", ".join(row["atomics"]) or "-"),
+                 (e(row["target"]), e(row["config"]), atomics_html(row),
                   row["n"], row["hours"], row["ops"], human(row["ops"]), row["violations"],
                   mem(row["peak_rss_kb"]), row["verdict"], e(verdict_text(row))))
     H.append("</table>")

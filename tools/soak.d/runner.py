@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 
+import targets as targets_mod
 import transports
 
 PASS, FAILED, LOST = "PASS", "FAILED", "LOST"
@@ -126,6 +127,10 @@ class Run:
         backstop = self.started + self.limit + transports.KILL_GRACE_S + 10
         while True:
             time.sleep(interval)
+            if self.opts.stop.is_set():
+                self.transport.kill()
+                self.fetch_quietly()
+                return self.finish(LOST, "interrupted: the launcher was stopped")
             st = self.transport.poll()
             if st.progress:
                 self.progress = parse_progress(st.progress)
@@ -222,7 +227,7 @@ class Run:
             return self.finish(LOST, "exit %s without a JSON summary" % rc)
         viol = s.get("violations")
         if rc == 1 or s.get("result") == "fail" or (isinstance(viol, int) and viol > 0):
-            self.finish(FAILED, "violation reported (exit %s, %s violations)" % (rc, viol))
+            self.finish(FAILED, "violation reported (exit %s, violations=%s)" % (rc, viol))
             if rc != 1:
                 self.reason += "; inconsistent exit status %s" % rc
             return None
@@ -246,7 +251,7 @@ class Run:
             "peak_rss_kb": self.peak_rss_kb(), "run_dir": self.run_dir,
             "violation_lines": self.violation_lines, "binary_repro": self.binary_repro,
             "direct_repro": self.direct_repro, "launcher_repro": self.opts.launcher_repro(self),
-            "summary": self.summary,
+            "summary": self.summary, "expected_atomics": targets_mod.expected_atomics(self.target),
         }
 
     def write_record(self):

@@ -117,5 +117,17 @@ def resolve_config(target, arch, remote_config):
     return target.config
 
 
+def expected_atomics(target):
+    """What dq_atomics() should report for this config on this CPU (None: any)."""
+    c = target.config
+    if c == "host":
+        return "x86_64" if (target.arch or "x86_64") == "x86_64" else None
+    if c in ("arm64-llsc", "arm64-lse", "arm64-outline"):
+        return c
+    if c == "arm64-dispatch" and target.kind == "qemu":
+        return "arm64-lse" if target.cpu == "max" else "arm64-llsc"
+    return None
+
+
 def config_arch(config):
     return "aarch64" if config.startswith("arm64") else "x86_64"
