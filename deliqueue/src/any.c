@@ -300,15 +300,19 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
                    memory_order_acq_rel, memory_order_relaxed)) {
         err = -ENOENT;
     } else {
+#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
+        /* mutant: counted out while the discard callback and the push
+           below still use the queue's core */
+        dq_users_leave(q);
         if (!barrier)
             dq_report_discard(q, n);
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        dq_users_leave(q); /* mutant: we still use the core below */
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q);
         return 0;
 #endif
+        if (!barrier)
+            dq_report_discard(q, n);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */

@@ -148,3 +148,63 @@ Test(quit, producers_racing_quit_account_exactly)
     }
     cr_assert_eq((size_t)delivered + atomic_load(&rec.discards), (size_t)accepted);
 }
+
+struct canceller { dq_queue *q; dq_token *tokens; int count; _Atomic int *go; };
+
+static void *cancel_all(void *arg)
+{
+    struct canceller *c = arg;
+    while (!atomic_load(c->go))
+        ;
+    for (int i = 0; i < c->count; i++) {
+        int err = dq_cancel(c->q, c->tokens[i]);
+        cr_assert(err == 0 || err == -ENOENT || err == -ESHUTDOWN, "cancel: %d", err);
+    }
+    dq_unref(c->q);
+    return NULL;
+}
+
+static void slow_discard(const dq_msg *m, void *ctx)
+{
+    record_discard(m, ctx);
+    if (m->arg1 == 1) { /* a canceller's report: take a while */
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Teardown must wait for cancellers inside the core, their discard
+   callbacks included (the tagged user count). */
+Test(quit, teardown_waits_for_racing_cancellers)
+{
+    enum { N = 300, THREADS = 2 };
+    static dq_token tokens[THREADS][N];
+    for (int round = 0; round < 20; round++) {
+        dq_options o = { .on_discard = slow_discard, .ctx = &rec };
+        dq_queue *r = dq_create(&o);
+        atomic_store(&rec.discards, 0);
+        dq_msg m = msg_what(&target_a, 1);
+        m.arg1 = 1;
+        for (int t = 0; t < THREADS; t++)
+            for (int i = 0; i < N; i++)
+                cr_assert_eq(dq_post_delayed(r, &m, 1000000, &tokens[t][i]), 0);
+        _Atomic int go = 0;
+        struct canceller c[THREADS];
+        pthread_t th[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            c[t] = (struct canceller){ dq_ref(r), tokens[t], N, &go };
+            pthread_create(&th[t], NULL, cancel_all, &c[t]);
+        }
+        atomic_store(&go, 1);
+        struct timespec ts = { 0, 200000 * (round % 4) };
+        nanosleep(&ts, NULL);
+        dq_quit(r);
+        dq_msg out;
+        cr_assert_eq(dq_next(r, &out), -ESHUTDOWN);
+        for (int t = 0; t < THREADS; t++)
+            pthread_join(th[t], NULL);
+        cr_assert_eq(atomic_load(&rec.discards), (size_t)THREADS * N,
+                     "each message discarded once, by a canceller or the teardown");
+        dq_unref(r);
+    }
+}
