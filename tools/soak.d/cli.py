@@ -61,6 +61,8 @@ def parse_args(argv):
     p.add_argument("--no-build", action="store_true",
                    help="do not run bazel: every config needs --binary")
     p.add_argument("--bazel", default="bazel", help="bazel command (default: %(default)s)")
+    p.add_argument("--stress-target", default=STRESS_LABEL,
+                   help="Bazel label of the stress binary (default: %(default)s)")
     p.add_argument("--bazel-flags", default="",
                    help="extra bazel build flags, e.g. '--copt=-DDQ_MUTANT_DELIVER_NO_CAS'")
     p.add_argument("--grace", type=float,
@@ -230,13 +232,17 @@ def build(config, a, out_dir):
     flags = bazel_config_flags(config) + shlex.split(a.bazel_flags)
     t0 = time.time()
     with open(logpath, "w") as lf:
-        cmd = [a.bazel, "build"] + flags + [STRESS_LABEL]
+        cmd = [a.bazel, "build"] + flags + [a.stress_target]
         lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
         lf.flush()
         p = subprocess.run(cmd, cwd=REPO, stdout=lf, stderr=subprocess.STDOUT)
         if p.returncode != 0:
             raise RuntimeError("bazel build failed (exit %d), see %s" % (p.returncode, logpath))
-        cmd = [a.bazel, "cquery"] + flags + ["--output=files", STRESS_LABEL]
+        # Bazel 4.2 has no --output=files; starlark output gives the same paths
+        cmd = [a.bazel, "cquery"] + flags + [
+            "--output=starlark",
+            "--starlark:expr=\"\\n\".join([f.path for f in target.files.to_list()])",
+            a.stress_target]
         lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
         lf.flush()
         q = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=lf)
@@ -327,7 +333,7 @@ def main(argv=None):
         else:
             log("building %s (bazel build %s %s) ..." %
                 (cfg, " ".join(bazel_config_flags(cfg) + shlex.split(a.bazel_flags)),
-                 STRESS_LABEL))
+                 a.stress_target))
             try:
                 opts.binaries[cfg], took = build(cfg, a, out_dir)
                 log("built %s in %.0fs" % (cfg, took))
