@@ -293,11 +293,15 @@ class Scheduler:
         viol = sum(r.violations() for r in self.runs)
         failed = sum(1 for r in done if r.verdict == FAILED)
         lost = sum(1 for r in done if r.verdict == LOST)
+        keys = {}
+        for r in self.runs:
+            keys.setdefault(r.target.key, []).append(r.state == "done")
+        tdone = sum(1 for v in keys.values() if all(v))
         el = time.time() - self.t0
-        return ("soak %02d:%02d  %d/%d runs done  %d running  %.3f h run  %s ops  "
-                "%d violations  %d failed  %d lost" %
-                (el // 60, el % 60, len(done), len(self.runs), len(running), hours,
-                 human(ops), viol, failed, lost))
+        return ("soak %02d:%02d  targets %d/%d done (runs %d/%d, %d running)  %.3f h run  "
+                "%s ops  %d violations  %d failed  %d lost" %
+                (el // 60, el % 60, tdone, len(keys), len(done), len(self.runs), len(running),
+                 hours, human(ops), viol, failed, lost))
 
     def show(self, force=False):
         text = self.line()
