@@ -131,9 +131,12 @@ def disassemble(path, objdump):
         m = FUNC_HDR_RE.match(line)
         if m:
             cur = Func(m.group(2), member)
-            # a symbol defined in two members (never in a sound library):
-            # keep the first, as the linker would
+            # static functions of the same name may sit in several members
+            # (in the dispatched archive, one per variant): keep them all,
+            # keyed by member too; calls resolve inside the caller's member
+            # first (see resolve())
             funcs.setdefault(cur.name, cur)
+            funcs.setdefault((member, cur.name), cur)
             continue
         if cur is None:
             continue
@@ -192,23 +195,30 @@ def calls(insn, arch):
     return None
 
 
+def resolve(funcs, member, name):
+    """The function `name` as a call from `member` reaches it: the member's
+    own (a static function) first, else the library's global one."""
+    return funcs.get((member, name)) or funcs.get(name)
+
+
 def closure(root, funcs, arch):
-    """Functions reached from root through calls inside the library, and the
-    external symbols called from them."""
-    seen, external, todo = [], set(), [root]
+    """Functions reached from root through calls inside the library (as Func
+    objects), and the external symbols called from them."""
+    seen, external, todo = [], set(), [funcs[root]]
     while todo:
-        name = todo.pop()
-        if name in seen:
+        fn = todo.pop()
+        if any(fn is s for s in seen):
             continue
-        seen.append(name)
-        for ins in funcs[name].insns:
+        seen.append(fn)
+        for ins in fn.insns:
             c = calls(ins, arch)
             if c is None:
                 continue
             c = c.split("@")[0]
-            if c in funcs:
-                if c != name:
-                    todo.append(c)  # defined in the library: follow it
+            callee = resolve(funcs, fn.member, c)
+            if callee is not None:
+                if callee is not fn:
+                    todo.append(callee)  # defined in the library: follow it
             else:
                 external.add(c)  # libc, a helper, a PLT stub
     return seen, external
@@ -231,12 +241,13 @@ def has_llsc_loop(func):
     return False
 
 
-def families(names, funcs, arch):
-    """Counts of each instruction family over the functions `names`."""
+def families(fns, arch):
+    """Each instruction family's occurrences over the functions `fns`."""
     fam = {"lse": [], "excl": [], "helper": [], "x86_rmw": [],
            "libatomic": []}
-    for n in names:
-        for ins in funcs[n].insns:
+    for fn in fns:
+        n = fn.name
+        for ins in fn.insns:
             tag = "%s: %s %s" % (n, ins.mnem, ins.ops)
             if arch == "aarch64":
                 if LSE_RE.match(ins.mnem):
@@ -266,8 +277,13 @@ def check_variant(variant, roots, funcs, arch, errors, notes, suffix=""):
         errors.append("library is %s, --expect=%s needs %s"
                       % (arch, variant, want_arch))
         return
-    every = [n for n in funcs if not suffix or n.endswith(suffix)]
-    whole = families(every, funcs, arch)
+    # the whole library (in the dispatched archive: the members that hold
+    # this variant's copy)
+    members = set(fn.member for k, fn in funcs.items()
+                  if isinstance(k, str) and (not suffix or k.endswith(suffix)))
+    every = [fn for k, fn in funcs.items()
+             if isinstance(k, tuple) and k[0] in members]
+    whole = families(every, arch)
     if variant == "llsc" and whole["lse"]:
         errors.append("llsc: LSE instructions in the library (an ARMv8.0 "
                       "CPU traps on them): %s" % "; ".join(whole["lse"][:5]))
@@ -280,11 +296,11 @@ def check_variant(variant, roots, funcs, arch, errors, notes, suffix=""):
     for root in roots:
         name = root + suffix
         seen, external = closure(name, funcs, arch)
-        fam = families(seen, funcs, arch)
+        fam = families(seen, arch)
         where = name if len(seen) == 1 else "%s (+%s)" % (
-            name, ",".join(seen[1:]))
+            name, ",".join(fn.name for fn in seen[1:]))
         if variant == "llsc":
-            if not any(has_llsc_loop(funcs[n]) for n in seen):
+            if not any(has_llsc_loop(fn) for fn in seen):
                 errors.append("llsc: %s has no LL/SC retry loop" % where)
         elif variant == "lse":
             if not fam["lse"]:
@@ -352,8 +368,8 @@ def main(argv):
         if elf_machine(f) != arch:
             raise ToolError("%s is %s, %s is %s"
                             % (f, elf_machine(f), files[0], arch))
-        for name, fn in disassemble(f, objdump).items():
-            funcs.setdefault(name, fn)
+        for key, fn in disassemble(f, objdump).items():
+            funcs.setdefault(key, fn)
         ifuncs |= ifunc_symbols(f, readelf)
 
     roots = [h for h in args.hot.split(",") if h]
