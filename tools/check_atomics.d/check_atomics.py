@@ -372,6 +372,12 @@ def main(argv):
             funcs.setdefault(key, fn)
         ifuncs |= ifunc_symbols(f, readelf)
 
+    # an IFUNC symbol names its resolver, which objdump labels with the
+    # resolver's own name: the symbol's code is the resolver (no atomics)
+    for name in ifuncs:
+        if name not in funcs:
+            funcs[name] = Func(name, "<ifunc resolver>")
+
     roots = [h for h in args.hot.split(",") if h]
     errors, notes = [], []
     suffixes = {"dispatch": ["__llsc", "__lse"]}.get(args.expect, [""])
