@@ -110,8 +110,10 @@ else
   grep -qx libcriterion3 <<<"$pkgs" || die "cannot resolve arm64 packages (apt lists?)"
   as_root mkdir -p "$DEB_CACHE"
   mkdir -p "$ROOT/.sysroot"
-  for p in $pkgs; do
-    ver=$(apt-cache policy "$p:arm64" | awk '/Candidate:/ {print $2}')
+  # One apt-cache call for every candidate version ("pkg version" lines).
+  versions=$(apt-cache policy $(sed 's/$/:arm64/' <<<"$pkgs") |
+    awk '/^[^ ].*:$/ {sub(/:arm64:$/, ""); name = $0} /Candidate:/ {print name, $2}')
+  while read -r p ver; do
     # apt writes the epoch colon as %3a in file names.
     file="${p}_${ver//:/%3a}_arm64.deb"
     if [[ ! -s "$DEB_CACHE/$file" ]]; then
@@ -121,7 +123,7 @@ else
       [[ -s "$DEB_CACHE/$file" ]] || die "download of $p:arm64 failed"
     fi
     echo "$DEB_CACHE/$file"
-  done >"$ROOT/.sysroot/debs.tmp"
+  done <<<"$versions" >"$ROOT/.sysroot/debs.tmp"
   tmp="$ROOT/.sysroot/arm64.tmp"
   rm -rf "$tmp"
   mkdir -p "$tmp"
