@@ -263,7 +263,8 @@ int main(int argc, char **argv)
     if (!quiet) {
         printf("cas_pairs: compare-and-set pairs (false->true, true->false), "
                "one thread, %s\n", target_name());
-        printf("%lu pairs per repetition, median of %d repetitions\n",
+        printf("%lu pairs per repetition, median of %d repetitions "
+               "(interleaved across forms)\n",
                pairs, reps);
 #if defined(__aarch64__)
         printf("NOTE: on arm64 these times come from whatever runs this "
@@ -274,33 +275,46 @@ int main(int argc, char **argv)
         printf("%-8s %12s %12s %10s\n", "form", "ns/pair", "min ns/pair",
                "vs direct");
     }
+    /* Repetitions are interleaved across forms (rep 1 of every form, then
+       rep 2, ...), so that load from other processes drifting over the run
+       hits every form alike. */
+    static double t[NFORMS][101];
+    bool run[NFORMS] = {false};
     for (size_t f = 0; f < NFORMS; f++) {
         if (only != NULL && strcmp(only, forms[f].name) != 0)
             continue;
         found = true;
-        if (forms[f].fn == NULL) {
-            if (!quiet)
-                printf("%-8s %12s   (%s)\n", forms[f].name, "n/a",
-                       forms[f].why);
-            continue;
-        }
-        double t[101];
-        int r_count = only != NULL && quiet ? 1 : reps;
-        for (int r = 0; r < r_count; r++) {
+        run[f] = forms[f].fn != NULL;
+    }
+    int r_count = only != NULL && quiet ? 1 : reps;
+    for (int r = 0; r < r_count; r++) {
+        for (size_t f = 0; f < NFORMS; f++) {
+            if (!run[f])
+                continue;
             double t0 = now_ns();
             unsigned long ok = forms[f].fn(&h, pairs);
-            t[r] = (now_ns() - t0) / (double)pairs;
+            t[f][r] = (now_ns() - t0) / (double)pairs;
             if (ok != 2 * pairs) {
                 fprintf(stderr, "cas_pairs: %s: %lu of %lu CASes failed\n",
                         forms[f].name, 2 * pairs - ok, 2 * pairs);
                 failed = 1;
             }
         }
-        qsort(t, (size_t)r_count, sizeof(t[0]), cmp_double);
-        median[f] = t[r_count / 2];
+    }
+    for (size_t f = 0; f < NFORMS; f++) {
+        if (only != NULL && strcmp(only, forms[f].name) != 0)
+            continue;
+        if (forms[f].fn == NULL) {
+            if (!quiet)
+                printf("%-8s %12s   (%s)\n", forms[f].name, "n/a",
+                       forms[f].why);
+            continue;
+        }
+        qsort(t[f], (size_t)r_count, sizeof(t[f][0]), cmp_double);
+        median[f] = t[f][r_count / 2];
         if (!quiet)
             printf("%-8s %12.2f %12.2f %9.2fx\n", forms[f].name, median[f],
-                   t[0], median[0] > 0 ? median[f] / median[0] : 0.0);
+                   t[f][0], median[0] > 0 ? median[f] / median[0] : 0.0);
     }
     if (!found) {
         fprintf(stderr, "cas_pairs: no form named %s\n", only);
