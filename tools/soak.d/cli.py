@@ -6,6 +6,7 @@ LOST; 2 bad usage; 3 nothing could be run (setup error)."""
 
 import argparse
 import datetime
+import json
 import os
 import random
 import shlex
@@ -87,6 +88,8 @@ def parse_args(argv):
     p.add_argument("--screenshot", action="store_true",
                    help="save report.png of report.html with headless chromium")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
+    p.add_argument("--rerender", metavar="OUT_DIR",
+                   help="only rewrite the reports of a finished soak from its results.json")
     a = p.parse_args(argv)
     if a.duration <= 0 or a.jobs <= 0:
         p.error("--duration and --jobs must be positive")
@@ -288,6 +291,15 @@ def screenshot(html_path, png_path):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     a = parse_args(argv)
+    if a.rerender:
+        with open(os.path.join(a.rerender, "results.json")) as f:
+            data = json.load(f)
+        verdict, _ = report.write_all(a.rerender, data["runs"], data["meta"])
+        if a.screenshot:
+            screenshot(os.path.join(a.rerender, "report.html"),
+                       os.path.join(a.rerender, "report.png"))
+        print("report: %s (%s)" % (os.path.join(a.rerender, "report.html"), verdict))
+        return 0 if verdict == runner.PASS else 1
     try:
         seeds = parse_seeds(a)
         flags = stress_flags(a)

@@ -44,6 +44,8 @@ def throughput_svg(series, title="Throughput over time (ops/s, log scale)",
     left, right, top, bottom = 70, legend_w + 20, 36, 46
     pw, ph = width - left - right, height - top - bottom
     pts = [(t, v) for _, s in series for t, v in s if v and v > 0]
+    if not pts:
+        height = 90  # no samples (every run ended before its first interval)
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">'
            % (width, height, width, height),
@@ -51,8 +53,8 @@ def throughput_svg(series, title="Throughput over time (ops/s, log scale)",
            '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>'
            % (left, escape(title))]
     if not pts:
-        out.append('<text x="%d" y="%d" fill="#666">no throughput samples</text>'
-                   % (left + 20, top + ph // 2))
+        out.append('<text x="%d" y="%d" fill="#666">no throughput samples: every run ended '
+                   'before its first progress interval</text>' % (left, 60))
         out.append("</svg>")
         return "\n".join(out)
     tmax = max(t for t, _ in pts) or 1.0

@@ -9,6 +9,7 @@ import json
 import os
 
 import plots
+import runner
 from runner import FAILED, LOST, PASS, human
 
 VERDICT_ORDER = {FAILED: 0, LOST: 1, PASS: 2}
@@ -73,10 +74,41 @@ def verdict_text(row):
     return "%s (%s)" % (row["verdict"], ", ".join(parts))
 
 
+def progress_throughput(run_dir):
+    """Throughput from the stderr progress lines, for a run without a JSON
+    summary (crashed, killed, hung): shows how far it got and how fast."""
+    pts, prev = [], None
+    try:
+        with open(os.path.join(run_dir, "stderr.log"), errors="replace") as f:
+            for line in f:
+                if not line.startswith("progress "):
+                    continue
+                p = runner.parse_progress(line)
+                if "elapsed" in p and "ops" in p:
+                    if prev and p["elapsed"] > prev["elapsed"]:
+                        pts.append([p["elapsed"], (p["ops"] - prev["ops"]) /
+                                    (p["elapsed"] - prev["elapsed"])])
+                    elif not prev and p["elapsed"] > 0:
+                        pts.append([p["elapsed"], p["ops"] / p["elapsed"]])
+                    prev = p
+    except OSError:
+        pass
+    return pts
+
+
+def run_throughput(r):
+    t = (r["summary"] or {}).get("throughput")
+    return t if t else progress_throughput(r["run_dir"])
+
+
+def hours_text(h):
+    return "%.2f" % h if h >= 0.1 else "%.4f" % h
+
+
 def series(table):
     out = []
     for row in table:
-        samples = [(r["summary"] or {}).get("throughput") for r in row["runs"]]
+        samples = [run_throughput(r) for r in row["runs"]]
         out.append(("%s %s" % (row["target"], row["config"]), plots.mean_series(samples)))
     return out
 
@@ -122,9 +154,9 @@ def markdown(table, records, meta):
          "peak memory | verdict |",
          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in table:
-        L.append("| %s | %s | %s | %d | %.3f | %s | %d | %s | **%s** |" %
+        L.append("| %s | %s | %s | %d | %s | %s | %d | %s | **%s** |" %
                  (row["target"], row["config"], atomics_text(row), row["n"],
-                  row["hours"], human(row["ops"]), row["violations"], mem(row["peak_rss_kb"]),
+                  hours_text(row["hours"]), human(row["ops"]), row["violations"], mem(row["peak_rss_kb"]),
                   verdict_text(row)))
     L += ["", "![throughput over time](throughput.svg)", ""]
     bad = problems(records)
@@ -189,10 +221,10 @@ def html_page(table, records, meta, svg):
          "<th>verdict</th></tr>"]
     for row in table:
         H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td>"
-                 "<td class='n'>%.3f</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
+                 "<td class='n'>%s</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
                  "<td class='n'>%s</td><td class='%s'>%s</td></tr>" %
                  (e(row["target"]), e(row["config"]), atomics_html(row),
-                  row["n"], row["hours"], row["ops"], human(row["ops"]), row["violations"],
+                  row["n"], hours_text(row["hours"]), row["ops"], human(row["ops"]), row["violations"],
                   mem(row["peak_rss_kb"]), row["verdict"], e(verdict_text(row))))
     H.append("</table>")
     uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
@@ -207,7 +239,7 @@ def html_page(table, records, meta, svg):
                   e(r["reason"]), e(rel(r["run_dir"], meta))))
         if r["violation_lines"]:
             H.append("<pre>%s</pre>" % e("\n".join(r["violation_lines"][:5])))
-        H.append("repro (launcher):<pre>%s</pre>repro (direct):<pre>%s</pre>" %
+        H.append("<br>repro (launcher):<pre>%s</pre>repro (direct):<pre>%s</pre>" %
                  (e(r["launcher_repro"]), e(r["direct_repro"])))
         H.append("last lines of stderr.log:<pre>%s</pre></div>" %
                  e(tail(os.path.join(r["run_dir"], "stderr.log"))))
