@@ -61,6 +61,8 @@ def parse_args(argv):
                    help="use this binary for CONFIG instead of building it (repeatable)")
     p.add_argument("--no-build", action="store_true",
                    help="do not run bazel: every config needs --binary")
+    p.add_argument("--no-bootstrap", action="store_true",
+                   help="do not run tools/bootstrap.sh first (it runs unless --no-build)")
     p.add_argument("--bazel", default="bazel", help="bazel command (default: %(default)s)")
     p.add_argument("--stress-target", default=STRESS_LABEL,
                    help="Bazel label of the stress binary (default: %(default)s)")
@@ -323,6 +325,13 @@ def main(argv=None):
     limit = int(a.duration + grace + 0.999)
 
     log("out dir %s" % out_dir)
+    bootstrap = os.path.join(REPO, "tools", "bootstrap.sh")
+    if not a.no_build and not a.no_bootstrap and os.path.exists(bootstrap):
+        # installs whatever is missing (packages, arm64 sysroot, binfmt); seconds when done
+        rc = subprocess.call([bootstrap, "--quiet"])
+        if rc != 0:
+            log("tools/bootstrap.sh failed (exit %d); --no-bootstrap to skip it" % rc)
+            return 3
     probe_errors = probe_all(tlist, opts, remote_config)
     for t, err in probe_errors.items():
         log("%s: %s" % (t.name, err))
