@@ -260,12 +260,16 @@ static legacy_node *legacy_find_token(dq_legacy *q, dq_token tok,
 
 int dq_legacy_cancel(dq_legacy *q, dq_token tok)
 {
-    if (q == NULL || tok == 0 || legacy_token_is_barrier(tok))
+    if (q == NULL || tok == 0)
         return -EINVAL;
     pthread_mutex_lock(&q->mu);
-    if (q->quitting) {
+    if (q->quitting) {          /* checked before the kind of token */
         pthread_mutex_unlock(&q->mu);
         return -ESHUTDOWN;
+    }
+    if (legacy_token_is_barrier(tok)) {
+        pthread_mutex_unlock(&q->mu);
+        return -EINVAL;
     }
     legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
     if (n != NULL)
@@ -281,12 +285,14 @@ int dq_legacy_remove_sync_barrier(dq_legacy *q, dq_token tok)
 {
     if (q == NULL || tok == 0)
         return -EINVAL;
-    if (!legacy_token_is_barrier(tok))
-        return -ENOENT;
     pthread_mutex_lock(&q->mu);
     if (q->quitting) {          /* as dq_cancel: the queue is going away */
         pthread_mutex_unlock(&q->mu);
         return -ESHUTDOWN;
+    }
+    if (!legacy_token_is_barrier(tok)) {
+        pthread_mutex_unlock(&q->mu);
+        return -ENOENT;
     }
     legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
     if (n != NULL) {
