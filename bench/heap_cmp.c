@@ -6,8 +6,9 @@
  *   valgrind --tool=cachegrind --branch-sim=yes ./heap_cmp branchy
  * so that the simulated conditional-branch mispredictions (Bcm) of the two
  * can be compared (hardware counters are not available on the farm).
+ * "andor" and "wide" are two other branchless spellings (heap_work.h).
  *
- * usage: heap_cmp branchless|branchy [depth [ops [quantum_ns]]]
+ * usage: heap_cmp branchless|branchy|andor|wide [depth [ops [quantum_ns]]]
  * Defaults: depth 10000, ops 200000, quantum 1 (distinct keys); quantum
  * 1000000 rounds due times to milliseconds (ties, see heap_work.h).
  * Prints one line: comparator, depth, ops, quantum, checksum, ns per op.
@@ -29,9 +30,13 @@ static int64_t now_ns(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 5 ||
-        (strcmp(argv[1], "branchless") && strcmp(argv[1], "branchy"))) {
-        fprintf(stderr, "usage: %s branchless|branchy [depth [ops [quantum_ns]]]\n", argv[0]);
+    const struct bench_heap_comparator *cmp = NULL;
+    for (int i = 0; argc > 1 && i < BENCH_HEAP_NCOMPARATORS; i++)
+        if (!strcmp(argv[1], bench_heap_comparators[i].name))
+            cmp = &bench_heap_comparators[i];
+    if (argc < 2 || argc > 5 || cmp == NULL) {
+        fprintf(stderr, "usage: %s branchless|branchy|andor|wide "
+                        "[depth [ops [quantum_ns]]]\n", argv[0]);
         return 2;
     }
     uint32_t depth = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 10000;
@@ -39,10 +44,8 @@ int main(int argc, char **argv)
     int64_t quantum = argc > 4 ? strtoll(argv[4], NULL, 10) : 1;
     if (quantum < 1)
         quantum = 1;
-    bool branchy = strcmp(argv[1], "branchy") == 0;
     int64_t t0 = now_ns();
-    uint64_t sum = branchy ? bench_branchy_hold_work(depth, ops, 42, quantum)
-                           : bench_branchless_hold_work(depth, ops, 42, quantum);
+    uint64_t sum = cmp->work(depth, ops, 42, quantum);
     int64_t t1 = now_ns();
     if (sum == 0) {
         fprintf(stderr, "heap_cmp: out of memory\n");

@@ -21,9 +21,33 @@
 #include <deliqueue/heap.h>
 #include <deliqueue/msg.h>
 
-/* The branchy comparator's heap; the branchless one is the library's
-   dq_heap_* itself. */
+/* The comparators measured.  "branchless" is the library's dq_key_less
+   (dq_heap_* itself), "branchy" msg.h's dq_key_less_branchy.  The other
+   two are candidates, measured here only: other branchless spellings of
+   the same lexicographic order, to show what the library's spelling
+   costs (gcc turns the sign arithmetic into two setcc pairs per compare,
+   and the branchy one into cmp/jne/cmp/setcc). */
+static inline bool bench_key_less_andor(dq_key a, dq_key b)
+{
+    return (a.when < b.when) | ((a.when == b.when) & (a.seq < b.seq));
+}
+
+/* (when, seq) as one signed 128-bit number: when is the high half, seq
+   biased to unsigned the low half; compilers emit cmp + sbb. */
+static inline bool bench_key_less_wide(dq_key a, dq_key b)
+{
+    __extension__ typedef __int128 wide;
+    __extension__ typedef unsigned __int128 uwide;
+    wide x = (wide)((uwide)(uint64_t)a.when << 64 |
+                    ((uint64_t)a.seq ^ (UINT64_C(1) << 63)));
+    wide y = (wide)((uwide)(uint64_t)b.when << 64 |
+                    ((uint64_t)b.seq ^ (UINT64_C(1) << 63)));
+    return x < y;
+}
+
 DQ_HEAP_DEFINE(bench_heap_branchy, dq_key_less_branchy)
+DQ_HEAP_DEFINE(bench_heap_andor, bench_key_less_andor)
+DQ_HEAP_DEFINE(bench_heap_wide, bench_key_less_wide)
 
 #define BENCH_HEAP_SPAN_NS 5000000000LL
 
@@ -45,7 +69,9 @@ static inline uint64_t bench_rng_next(uint64_t *s)
 static inline int64_t bench_heap_delay(uint64_t *rng, int64_t quantum)
 {
     int64_t d = (int64_t)(bench_rng_next(rng) % BENCH_HEAP_SPAN_NS);
-    return d - d % quantum;
+    if (quantum > 1) /* predictable; spares the division when 1 */
+        d -= d % quantum;
+    return d;
 }
 
 /* Generates P##_hold_work(depth, ops, seed, quantum): returns a checksum of the
@@ -84,5 +110,22 @@ static inline int64_t bench_heap_delay(uint64_t *rng, int64_t quantum)
 
 BENCH_HEAP_WORK_DEFINE(bench_branchless, dq_heap)
 BENCH_HEAP_WORK_DEFINE(bench_branchy, bench_heap_branchy)
+BENCH_HEAP_WORK_DEFINE(bench_andor, bench_heap_andor)
+BENCH_HEAP_WORK_DEFINE(bench_wide, bench_heap_wide)
+
+typedef uint64_t (*bench_heap_work_fn)(uint32_t depth, uint64_t ops,
+                                       uint64_t seed, int64_t quantum);
+
+/* The comparators by name, the library's first. */
+static const struct bench_heap_comparator {
+    const char        *name;
+    bench_heap_work_fn work;
+} bench_heap_comparators[] = {
+    { "branchless", bench_branchless_hold_work },
+    { "branchy", bench_branchy_hold_work },
+    { "andor", bench_andor_hold_work },
+    { "wide", bench_wide_hold_work },
+};
+#define BENCH_HEAP_NCOMPARATORS 4
 
 #endif /* BENCH_HEAP_WORK_H */

@@ -7,8 +7,8 @@
  * interleaved: repetition r runs each point for all contenders, starting
  * from a different contender each repetition, so slow drift of a shared,
  * noisy machine hits all of them alike.  Reported: the median over
- * repetitions, and the median over repetitions of value / deliqueue's
- * value from the same repetition.
+ * repetitions and its ratio to deliqueue's median (the JSON also has every
+ * sample and the median of the per-repetition ratios).
  *
  * Scenarios (--scenarios, comma separated; default all):
  *   insert  inserts into a busy queue: depth D pending messages due within
@@ -27,13 +27,16 @@
  *           consumer's cleanup (its next try_next) added.
  *   cancel  cancel by token of D/10 (at most 1000) random pending messages.
  *   heap    the consumer's heap work (heap_work.h) with the branchless
- *           (library) and branchy comparators.
+ *           (library) and branchy comparators, and two candidate
+ *           branchless spellings (andor, wide).
  *
  * Usage: queue_bench [--quick] [--reps N] [--scenarios LIST] [--depths LIST]
  *                    [--fill sorted|random] [--json PATH] [--plot-data PREFIX]
  * Exit 0; 2 on bad usage or when a contender fails an operation.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -60,7 +63,8 @@ static const bench_contender *const contenders[] = {
 };
 #define NCONTENDERS ((int)(sizeof(contenders) / sizeof(contenders[0])))
 
-static const char *const heap_cols[] = { "branchless", "branchy" };
+static const char *const heap_cols[] = { "branchless", "branchy", "andor", "wide" };
+#define NHEAPCOLS 4
 
 /* Message targets: the background fill, the measured posts, and the
    others of the remove scenario. */
@@ -561,9 +565,8 @@ static void run_heap_point(const config *cfg, int col, int rep, long depth,
                            int64_t quantum)
 {
     int64_t t0 = bench_now();
-    uint64_t sum = col == 0
-        ? bench_branchless_hold_work((uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum)
-        : bench_branchy_hold_work((uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum);
+    uint64_t sum = bench_heap_comparators[col].work(
+        (uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum);
     int64_t t1 = bench_now();
     if (sum == 0)
         die("heap workload", NULL, ENOMEM);
@@ -572,6 +575,117 @@ static void run_heap_point(const config *cfg, int col, int rep, long depth,
              depth, quantum == 1 ? "in ns (no ties)" : "in ms (ties)");
     stats_put(stats_metric_get(&results, "heap", "heap", name, "ns/op", false, depth, 0),
               col, rep, (double)(t1 - t0) / (double)(cfg->heap_ops + depth));
+}
+
+/* ---- targets (issue 6): measured ratios, reported, never asserted -------- */
+
+static const stats_metric *find_metric(const char *name)
+{
+    for (int i = 0; i < results.nmetrics; i++)
+        if (!strcmp(results.m[i].name, name))
+            return &results.m[i];
+    return NULL;
+}
+
+static int col_of(const char *name)
+{
+    for (int i = 0; i < NCONTENDERS; i++)
+        if (!strcmp(contenders[i]->name, name))
+            return i;
+    return -1;
+}
+
+/* One target line: `what`, the measured value, and met/missed/not run. */
+static void target_line(const char *what, double measured, const char *shown,
+                        bool met)
+{
+    if (isnan(measured))
+        printf("| %s | not measured in this run | - |\n", what);
+    else
+        printf("| %s | %s | %s |\n", what, shown, met ? "met" : "MISSED");
+}
+
+static void print_targets(void)
+{
+    char buf[128];
+    const stats_metric *m;
+    printf("\n## Targets (ratios from this run)\n\n| target | measured | |\n|---|---|---|\n");
+    for (int np = 1; np <= 2; np++) {
+        char name[96];
+        snprintf(name, sizeof(name), "insert cost, depth 100000, %d producer%s", np,
+                 np > 1 ? "s" : "");
+        m = find_metric(name);
+        double r = m ? stats_ratio_of_medians(m, col_of("legacy")) : NAN;
+        snprintf(buf, sizeof(buf), "legacy / deliqueue = %.0fx", r);
+        snprintf(name, sizeof(name), "insert at depth 100k, %d producer%s: >= 5000x faster than legacy",
+                 np, np > 1 ? "s" : "");
+        target_line(name, r, buf, r >= 5000);
+    }
+    m = find_metric("insert throughput, depth 10000, 2 producers");
+    double r = m ? 1 / stats_ratio_of_medians(m, col_of("mutex_heap")) : NAN;
+    snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
+    target_line("2-producer insert throughput (depth 10k) >= 3x mutex_heap", r, buf, r >= 3);
+    double best = NAN;
+    const char *best_name = "";
+    for (int c = 0; m && c < NCONTENDERS; c++) {
+        if (strcmp(contenders[c]->name, "ck_handoff") &&
+            strcmp(contenders[c]->name, "urcu_handoff"))
+            continue;
+        double x = stats_ratio_of_medians(m, c);
+        if (isnan(best) || x > best) {
+            best = x;
+            best_name = contenders[c]->name;
+        }
+    }
+    snprintf(buf, sizeof(buf), "deliqueue / %s = %.2fx", best_name, 1 / best);
+    target_line("2-producer insert throughput (depth 10k) >= best ck/urcu handoff",
+                best, buf, 1 / best >= 1);
+    m = find_metric("e2e throughput, depth 10000, 2 producers");
+    r = m ? 1 / stats_ratio_of_medians(m, col_of("mutex_heap")) : NAN;
+    snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
+    target_line("(also) 2-producer end-to-end throughput >= 3x mutex_heap", r, buf, r >= 3);
+    for (int np = 1; np <= 2; np++) {
+        char name[96], what[96];
+        snprintf(name, sizeof(name), "insert cost, depth 10000, %d producer%s", np,
+                 np > 1 ? "s" : "");
+        m = find_metric(name);
+        r = m ? 1 / stats_ratio_of_medians(m, col_of("floor")) : NAN;
+        snprintf(buf, sizeof(buf), "deliqueue / floor = %.2fx", r);
+        snprintf(what, sizeof(what), "push cost (depth 10k, %d producer%s) within 1.5x of the floor",
+                 np, np > 1 ? "s" : "");
+        target_line(what, r, buf, r <= 1.5);
+    }
+    for (int np = 1; np <= 2; np++) {
+        char name[96], what[96];
+        snprintf(name, sizeof(name), "post-to-delivery p99, paced, depth 10000, %d producer%s",
+                 np, np > 1 ? "s" : "");
+        m = find_metric(name);
+        double worst = NAN;
+        const char *who = "";
+        for (int c = 1; m && c < NCONTENDERS; c++) {
+            double x = stats_ratio_of_medians(m, c);
+            if (!isnan(x) && (isnan(worst) || x < worst)) {
+                worst = x;
+                who = contenders[c]->name;
+            }
+        }
+        snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
+                 worst, m ? stats_median(m, 0) : NAN);
+        snprintf(what, sizeof(what), "p99 post-to-delivery at depth 10k, %d producer%s, lowest",
+                 np, np > 1 ? "s" : "");
+        target_line(what, worst, buf, worst >= 1);
+    }
+    for (int i = 0; i < results.nmetrics; i++) {
+        m = &results.m[i];
+        if (strcmp(m->group, "heap"))
+            continue;
+        r = stats_ratio_of_medians(m, 1);
+        snprintf(buf, sizeof(buf), "branchy / branchless wall time = %.2fx", r);
+        char what[160];
+        snprintf(what, sizeof(what), "branchless not slower: %s", m->name);
+        target_line(what, r, buf, r >= 1);
+    }
+    printf("\nSimulated mispredictions (cachegrind): see bench/run_all's table.\n");
 }
 
 /* ---- driver --------------------------------------------------------------- */
@@ -736,7 +850,7 @@ int main(int argc, char **argv)
            optimized, ndebug, BENCH_COPTS);
     printf("- deliqueue atomics: %s\n", dq_atomics());
     printf("- run: %s, %d repetitions, interleaved, background fill %s; "
-           "cells: median (median of per-repetition value / deliqueue's value)\n",
+           "cells: median (median / deliqueue's median)\n",
            cfg.quick ? "--quick" : "full", cfg.reps, cfg.random_fill ? "random" : "sorted");
     printf("- contenders:\n");
     for (int i = 0; i < NCONTENDERS; i++)
@@ -774,8 +888,8 @@ int main(int argc, char **argv)
             long hd[2] = { 10000, 100000 };
             for (int d = 0; d < 2; d++)
                 for (int qi = 0; qi < 2; qi++)
-                    for (int i = 0; i < 2; i++)
-                        run_heap_point(&cfg, rotate(i, rep, 2), rep,
+                    for (int i = 0; i < NHEAPCOLS; i++)
+                        run_heap_point(&cfg, rotate(i, rep, NHEAPCOLS), rep,
                                        cfg.quick ? hd[d] / 10 : hd[d],
                                        qi ? 1000000 : 1);
         }
@@ -784,7 +898,8 @@ int main(int argc, char **argv)
     printf("\n## Queues\n\n");
     stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
     printf("\n## Consumer heap comparators\n\n");
-    stats_print_table(stdout, &results, "heap", heap_cols, 2);
+    stats_print_table(stdout, &results, "heap", heap_cols, NHEAPCOLS);
+    print_targets();
     fflush(stdout);
 
     if (cfg.json_path) {
@@ -803,7 +918,7 @@ int main(int argc, char **argv)
                  optimized[0] == 'y' ? "true" : "false", ndebug[0] == 'y' ? "true" : "false",
                  BENCH_COPTS, dq_atomics(), cfg.quick ? "true" : "false", cfg.reps,
                  cfg.random_fill ? "random" : "sorted");
-        stats_write_json(f, &results, header, cols, NCONTENDERS, heap_cols, 2);
+        stats_write_json(f, &results, header, cols, NCONTENDERS, heap_cols, NHEAPCOLS);
         fclose(f);
     }
     if (cfg.plot_prefix) {

@@ -73,6 +73,12 @@ double stats_ratio(const stats_metric *m, int col)
     return median_of(xs, n);
 }
 
+double stats_ratio_of_medians(const stats_metric *m, int col)
+{
+    double base = stats_median(m, 0);
+    return base > 0 ? stats_median(m, col) / base : NAN;
+}
+
 /* Three significant digits, without exponents for the usual ranges. */
 static void fmt_value(char *buf, size_t n, double v)
 {
@@ -126,7 +132,7 @@ void stats_print_table(FILE *out, const stats *s, const char *group,
                 fprintf(out, " %s |", v);
                 continue;
             }
-            fmt_ratio(r, sizeof(r), stats_ratio(m, c));
+            fmt_ratio(r, sizeof(r), stats_ratio_of_medians(m, c));
             fprintf(out, " %s (%s) |", v, r);
         }
         fprintf(out, "\n");
@@ -149,6 +155,8 @@ static void json_columns(FILE *out, const stats_metric *m,
         fprintf(out, "%s\n        \"%s\": {\"median\": ", c ? "," : "", cols[c]);
         json_number(out, stats_median(m, c));
         fprintf(out, ", \"ratio_to_%s\": ", cols[0]);
+        json_number(out, stats_ratio_of_medians(m, c));
+        fprintf(out, ", \"paired_ratio_to_%s\": ", cols[0]);
         json_number(out, stats_ratio(m, c));
         fprintf(out, ", \"samples\": [");
         bool first = true;
@@ -188,7 +196,7 @@ void stats_write_plot_data(FILE *out, const stats *s, int producers,
                            const char *const *cols, int ncols)
 {
     fprintf(out, "# insert into a busy queue, %d producer(s): median ns per "
-                 "insert per producer\n# depth", producers);
+                 "insert per producer\ndepth", producers);
     for (int c = 0; c < ncols; c++)
         fprintf(out, " %s", cols[c]);
     fprintf(out, "\n");

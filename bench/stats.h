@@ -45,11 +45,15 @@ void stats_put(stats_metric *m, int col, int rep, double value);
 
 /* NaN if the column has no sample. */
 double stats_median(const stats_metric *m, int col);
-/* Median over repetitions of v[col][rep] / v[0][rep]; NaN if none. */
+/* Median over repetitions of v[col][rep] / v[0][rep] (the paired ratio,
+   in the JSON); NaN if none. */
 double stats_ratio(const stats_metric *m, int col);
+/* median(col) / median(0): the ratio the tables show, consistent with the
+   medians beside it. */
+double stats_ratio_of_medians(const stats_metric *m, int col);
 
 /* Print every metric of group as a Markdown table, one column per name
-   in cols (ncols of them), each cell "median (ratio x)". */
+   in cols (ncols of them), each cell "median (ratio of medians x)". */
 void stats_print_table(FILE *out, const stats *s, const char *group,
                        const char *const *cols, int ncols);
 /* The whole run as JSON: header (already-formatted JSON members, no

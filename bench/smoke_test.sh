@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# smoke_test.sh QUEUE_BENCH HEAP_CMP
+# The benchmarks run and print what they promise.  Not a timed assertion:
+# no number is checked, only that every contender and scenario appears.
+set -eu
+qb=$1 hc=$2
+out=${TEST_TMPDIR:-/tmp}/queue_bench.out
+json=${TEST_TMPDIR:-/tmp}/queue_bench.json
+"$qb" --quick --reps 1 --json "$json" >"$out"
+fail() { echo "smoke_test: $*" >&2; cat "$out" >&2; exit 1; }
+grep -q '^- machine: ' "$out" || fail "no machine line"
+grep -q '^- build: ' "$out" || fail "no build line"
+grep -q '^| metric | unit | deliqueue | legacy | mutex_heap | ck_handoff | urcu_handoff | floor |' "$out" \
+    || fail "no queue table header"
+for row in 'insert cost, depth 1000, 1 producer' 'insert throughput, depth 10000, 2 producers' \
+           'e2e throughput' 'post-to-delivery p99' 'remove by criteria' 'cancel by token' \
+           'heap hold'; do
+    grep -q "^| $row" "$out" || fail "no row '$row'"
+done
+grep -q '"metrics": \[' "$json" || fail "no metrics in JSON"
+grep -q '"ratio_to_deliqueue"' "$json" || fail "no ratios in JSON"
+for c in branchless branchy; do
+    "$hc" "$c" 1000 10000 | grep -q "comparator=$c" || fail "heap_cmp $c"
+done
+"$hc" bogus >/dev/null 2>&1 && fail "heap_cmp accepted a bogus comparator"
+echo "smoke_test: ok"
