@@ -4,6 +4,7 @@
 # usage: gnuplot -e "prefix='results/insert'; out='results/insert_cost.png'" plot.gp
 if (!exists("prefix")) prefix = "results/insert"
 if (!exists("out")) out = "results/insert_cost.png"
+if (!exists("subtitle")) subtitle = ""
 set terminal pngcairo size 1200,520 font "sans,10" noenhanced
 set output out
 set datafile missing "NaN"
@@ -14,7 +15,7 @@ set grid xtics ytics mytics
 set key top left
 set xtics ("1k" 1000, "10k" 10000, "100k" 100000)
 set xrange [700:140000]
-set multiplot layout 1,2 title "Insert into a busy queue (random delays up to 5 s)"
+set multiplot layout 1,2 title "Insert into a busy queue (random delays up to 5 s), ".subtitle
 do for [p=1:2] {
     set title sprintf("%d producer%s", p, p > 1 ? "s" : "")
     f = sprintf("%s%d.dat", prefix, p)

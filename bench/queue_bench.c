@@ -31,13 +31,22 @@
  *           branchless spellings (andor, wide).
  *
  * Usage: queue_bench [--quick] [--reps N] [--scenarios LIST] [--depths LIST]
- *                    [--fill sorted|random] [--json PATH] [--plot-data PREFIX]
+ *                    [--contenders LIST (deliqueue always runs)]
+ *                    [--fill aged|sorted|random] [--json PATH] [--plot-data PREFIX]
+ *
+ * --fill: how the background messages are laid out (see age_allocator):
+ *   aged (default) posted in ascending order from an aged allocator, so
+ *          list order and address order are unrelated, as after Android's
+ *          random-order fill; sorted: ascending from a fresh heap (the
+ *          legacy list's best case: it streams through memory); random:
+ *          posted in random order (O(N^2) for legacy: minutes at 100k).
  * Exit 0; 2 on bad usage or when a contender fails an operation.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -77,7 +86,9 @@ typedef struct config {
     bool   run_insert, run_e2e, run_remove, run_cancel, run_heap;
     long   depths[8];
     int    ndepths;
-    bool   random_fill;
+    bool   random_fill;         /* post the background in random order */
+    bool   aged_fill;           /* sorted, but from an aged allocator */
+    unsigned contender_mask;    /* bit i: run contenders[i] */
     const char *json_path;
     const char *plot_prefix;
     /* derived */
@@ -136,6 +147,97 @@ static int64_t *fill_whens(long n, int64_t base, uint64_t seed, bool sorted)
     if (sorted)
         qsort(w, (size_t)n, sizeof(*w), cmp_i64);
     return w;
+}
+
+/* --fill aged: the state of a long-running process's allocator.  A queue
+   filled in ascending order from a fresh heap gets its nodes at ascending
+   addresses, so a list walk in `when` order streams through memory (the
+   legacy queue's best case; deliqueue's type-stable pool is aged by the
+   earlier scenarios anyway).  Android's perf test posts in random order
+   instead, which leaves list order and address order unrelated, but a
+   random-order fill of the legacy list is O(N^2) (minutes at 100k).  So
+   the allocator is aged instead: the contender's bytes per message are
+   measured (mallinfo2), and 2*depth blocks of that size are allocated and
+   every other one freed in random order (the kept ones stop coalescing),
+   so that the fill's mallocs get addresses in random order.  Applied to
+   every contender alike; the spacers are freed after the point. */
+typedef struct aged_heap {
+    void **blocks;
+    long   n;
+} aged_heap;
+
+static aged_heap age_allocator(const bench_contender *c, long depth)
+{
+    aged_heap a = { NULL, 0 };
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    void *q = c->create();
+    if (q == NULL)
+        return a;
+    if (c->producer_prepare)
+        c->producer_prepare(q, 64);
+    dq_msg m = make_msg(&fill_targets[0], 0);
+    int64_t when = bench_now() + 3600LL * 1000000000;
+    /* the most frequent growth per post: the node's chunk (occasional
+       array growth, e.g. a heap's realloc, is not the node) */
+    size_t deltas[64], per = 0;
+    int best = 0;
+    for (int i = 0; i < 64; i++) {
+        size_t before = mallinfo2().uordblks;
+        c->post_at(q, &m, when + i, NULL);
+        deltas[i] = mallinfo2().uordblks - before;
+    }
+    for (int i = 0; i < 64; i++) {
+        int n = 0;
+        for (int j = 0; j < 64; j++)
+            n += deltas[j] == deltas[i];
+        if (deltas[i] != 0 && n > best) {
+            best = n;
+            per = deltas[i];
+        }
+    }
+    c->destroy(q);
+    if (best < 32)
+        per = 0;   /* no steady per-message malloc (a pool) */
+    if (per < 32 || per > 4096)
+        return a;   /* nothing to age */
+    a.n = 2 * depth;
+    a.blocks = malloc((size_t)a.n * sizeof(void *));
+    if (a.blocks == NULL) {
+        a.n = 0;
+        return a;
+    }
+    for (long i = 0; i < a.n; i++)
+        a.blocks[i] = malloc(per - sizeof(size_t));
+    /* free the even blocks in random order (Fisher-Yates over them) */
+    long *order = malloc((size_t)depth * sizeof(long));
+    uint64_t rng = 99;
+    for (long i = 0; order && i < depth; i++)
+        order[i] = 2 * i;
+    for (long i = depth - 1; order && i > 0; i--) {
+        long j = (long)(bench_rng_next(&rng) % (uint64_t)(i + 1));
+        long t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (long i = 0; order && i < depth; i++) {
+        free(a.blocks[order[i]]);
+        a.blocks[order[i]] = NULL;
+    }
+    free(order);
+#else
+    (void)c;
+    (void)depth;
+#endif
+    return a;
+}
+
+static void aged_heap_free(aged_heap *a)
+{
+    for (long i = 0; i < a->n; i++)
+        free(a->blocks[i]);
+    free(a->blocks);
+    a->blocks = NULL;
+    a->n = 0;
 }
 
 /* Fill q with depth background messages (targets fill_targets[i % 8],
@@ -244,6 +346,7 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
                              int nproducers)
 {
     const bench_contender *c = contenders[col];
+    aged_heap aged = cfg->aged_fill ? age_allocator(c, depth) : (aged_heap){ NULL, 0 };
     insert_run *run = calloc(1, sizeof(*run));
     if (run == NULL)
         die("malloc", c, ENOMEM);
@@ -318,6 +421,7 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
     pthread_barrier_destroy(&run->done);
     c->destroy(run->q);
     free(run);
+    aged_heap_free(&aged);
 
     char name[96];
     snprintf(name, sizeof(name), "insert cost, depth %ld, %d producer%s", depth,
@@ -428,6 +532,7 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
                           bool paced)
 {
     const bench_contender *c = contenders[col];
+    aged_heap aged = cfg->aged_fill ? age_allocator(c, cfg->e2e_depth) : (aged_heap){ NULL, 0 };
     e2e_run run;
     memset(&run, 0, sizeof(run));
     run.c = c;
@@ -456,6 +561,7 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
     if (run.err)
         die(paced ? "e2e paced" : "e2e", c, run.err);
     c->destroy(run.q);
+    aged_heap_free(&aged);
 
     long n = run.delivered;
     char name[96];
@@ -494,6 +600,7 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
 static void run_remove_point(const config *cfg, int col, int rep, long depth)
 {
     const bench_contender *c = contenders[col];
+    aged_heap aged = cfg->aged_fill ? age_allocator(c, depth) : (aged_heap){ NULL, 0 };
     void *q = c->create();
     if (q == NULL)
         die("create", c, ENOMEM);
@@ -514,6 +621,7 @@ static void run_remove_point(const config *cfg, int col, int rep, long depth)
         total_ns += (double)(t2 - t0);
     }
     c->destroy(q);
+    aged_heap_free(&aged);
     char name[96];
     snprintf(name, sizeof(name), "remove by criteria, depth %ld", depth);
     stats_put(stats_metric_get(&results, "queues", "remove", name, "us/call", false, depth, 1),
@@ -526,7 +634,7 @@ static void run_remove_point(const config *cfg, int col, int rep, long depth)
 static void run_cancel_point(const config *cfg, int col, int rep, long depth)
 {
     const bench_contender *c = contenders[col];
-    (void)cfg;
+    aged_heap aged = cfg->aged_fill ? age_allocator(c, depth) : (aged_heap){ NULL, 0 };
     void *q = c->create();
     dq_token *toks = malloc((size_t)depth * sizeof(*toks));
     if (q == NULL || toks == NULL)
@@ -550,6 +658,7 @@ static void run_cancel_point(const config *cfg, int col, int rep, long depth)
     int64_t t2 = bench_now();
     c->destroy(q);
     free(toks);
+    aged_heap_free(&aged);
     char name[96];
     snprintf(name, sizeof(name), "cancel by token, depth %ld", depth);
     stats_put(stats_metric_get(&results, "queues", "cancel", name, "ns/cancel", false, depth, 1),
@@ -713,6 +822,19 @@ static void cpu_model(char *buf, size_t n)
     fclose(f);
 }
 
+/* The 1-minute load average: how busy the shared machine was. */
+static double loadavg(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
 static bool parse_list(const char *s, long *out, int max, int *n)
 {
     *n = 0;
@@ -733,8 +855,8 @@ static int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s [--quick] [--reps N] [--scenarios insert,e2e,remove,cancel,heap]\n"
-            "          [--depths 1000,10000,100000] [--fill sorted|random]\n"
-            "          [--json PATH] [--plot-data PREFIX]\n",
+            "          [--depths 1000,10000,100000] [--fill aged|sorted|random]\n"
+            "          [--contenders deliqueue,legacy,...] [--json PATH] [--plot-data PREFIX]\n",
             argv0);
     return 2;
 }
@@ -753,6 +875,7 @@ int main(int argc, char **argv)
     cfg.depths[1] = 10000;
     cfg.depths[2] = 100000;
     cfg.ndepths = 3;
+    cfg.aged_fill = true;
     bool reps_given = false, depths_given = false;
     const char *scenarios = "insert,e2e,remove,cancel,heap";
     for (int i = 1; i < argc; i++) {
@@ -773,9 +896,22 @@ int main(int argc, char **argv)
             depths_given = true;
             i++;
         } else if (!strcmp(a, "--fill") && v) {
-            if (strcmp(v, "sorted") && strcmp(v, "random"))
+            if (strcmp(v, "sorted") && strcmp(v, "random") && strcmp(v, "aged"))
                 return usage(argv[0]);
             cfg.random_fill = !strcmp(v, "random");
+            cfg.aged_fill = !strcmp(v, "aged");
+            i++;
+        } else if (!strcmp(a, "--contenders") && v) {
+            char *list = strdup(v);
+            for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+                int k = 0;
+                while (k < NCONTENDERS && strcmp(contenders[k]->name, t))
+                    k++;
+                if (k == NCONTENDERS)
+                    return usage(argv[0]);
+                cfg.contender_mask |= 1u << k;
+            }
+            free(list);
             i++;
         } else if (!strcmp(a, "--json") && v) {
             cfg.json_path = v;
@@ -789,6 +925,9 @@ int main(int argc, char **argv)
     }
     if (cfg.reps < 1 || cfg.reps > STATS_MAX_REPS)
         return usage(argv[0]);
+    /* deliqueue always runs: every ratio is against it */
+    cfg.contender_mask = cfg.contender_mask ? cfg.contender_mask | 1u
+                                            : (1u << NCONTENDERS) - 1;
     char *sc = strdup(scenarios);
     for (char *tok = strtok(sc, ","); tok; tok = strtok(NULL, ",")) {
         if (!strcmp(tok, "insert")) cfg.run_insert = true;
@@ -846,12 +985,14 @@ int main(int argc, char **argv)
     printf("# queue_bench\n\n");
     printf("- machine: %s, %ld online cores, %s %s %s\n", model, ncpu, un.sysname,
            un.release, un.machine);
+    double load_start = loadavg();
+    printf("- load average at start: %.2f\n", load_start);
     printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
            optimized, ndebug, BENCH_COPTS);
     printf("- deliqueue atomics: %s\n", dq_atomics());
     printf("- run: %s, %d repetitions, interleaved, background fill %s; "
            "cells: median (median / deliqueue's median)\n",
-           cfg.quick ? "--quick" : "full", cfg.reps, cfg.random_fill ? "random" : "sorted");
+           cfg.quick ? "--quick" : "full", cfg.reps, cfg.random_fill ? "random" : cfg.aged_fill ? "aged" : "sorted");
     printf("- contenders:\n");
     for (int i = 0; i < NCONTENDERS; i++)
         printf("  - %s: %s\n", contenders[i]->name, contenders[i]->design);
@@ -862,22 +1003,26 @@ int main(int argc, char **argv)
         if (cfg.run_insert)
             for (int d = 0; d < cfg.ndepths; d++)
                 for (int np = 1; np <= 2; np++)
-                    for (int i = 0; i < NCONTENDERS; i++)
-                        run_insert_point(&cfg, rotate(i, rep, NCONTENDERS), rep,
-                                         cfg.depths[d], np);
+                    for (int i = 0; i < NCONTENDERS; i++) {
+                        int col = rotate(i, rep, NCONTENDERS);
+                        if (cfg.contender_mask & (1u << col))
+                            run_insert_point(&cfg, col, rep, cfg.depths[d], np);
+                    }
         if (cfg.run_e2e)
             for (int np = 1; np <= 2; np++)
                 for (int paced = 0; paced <= 1; paced++)
                     for (int i = 0; i < NCONTENDERS; i++) {
                         int col = rotate(i, rep, NCONTENDERS);
-                        if (contenders[col]->caps & BENCH_CONSUMES)
+                        if ((cfg.contender_mask & (1u << col)) &&
+                            (contenders[col]->caps & BENCH_CONSUMES))
                             run_e2e_point(&cfg, col, rep, np, paced);
                     }
         if (cfg.run_remove || cfg.run_cancel)
             for (int d = 0; d < cfg.ndepths; d++)
                 for (int i = 0; i < NCONTENDERS; i++) {
                     int col = rotate(i, rep, NCONTENDERS);
-                    if (!(contenders[col]->caps & BENCH_CONSUMES))
+                    if (!(cfg.contender_mask & (1u << col)) ||
+                        !(contenders[col]->caps & BENCH_CONSUMES))
                         continue;
                     if (cfg.run_remove)
                         run_remove_point(&cfg, col, rep, cfg.depths[d]);
@@ -895,6 +1040,8 @@ int main(int argc, char **argv)
         }
     }
 
+    printf("- load average at end: %.2f (above %ld the machine was oversubscribed)\n",
+           loadavg(), ncpu);
     printf("\n## Queues\n\n");
     stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
     printf("\n## Consumer heap comparators\n\n");
@@ -917,7 +1064,7 @@ int main(int argc, char **argv)
                  model, ncpu, un.sysname, un.release, un.machine, __VERSION__,
                  optimized[0] == 'y' ? "true" : "false", ndebug[0] == 'y' ? "true" : "false",
                  BENCH_COPTS, dq_atomics(), cfg.quick ? "true" : "false", cfg.reps,
-                 cfg.random_fill ? "random" : "sorted");
+                 cfg.random_fill ? "random" : cfg.aged_fill ? "aged" : "sorted");
         stats_write_json(f, &results, header, cols, NCONTENDERS, heap_cols, NHEAPCOLS);
         fclose(f);
     }
