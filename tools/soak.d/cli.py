@@ -370,7 +370,7 @@ def main(argv=None):
             r.binary = opts.binaries.get(t.config)
             if t in probe_errors:
                 r.binary = None
-                opts.missing.setdefault(t.config, "target unreachable: " + probe_errors[t])
+                r.unreachable = probe_errors[t]
             elif r.binary:
                 have = elf_machine(r.binary)
                 want = t.arch or targets_mod.config_arch(t.config)

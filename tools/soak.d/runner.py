@@ -49,6 +49,7 @@ class Run:
         self.binary_repro = ""
         self.direct_repro = ""
         self.transport = None
+        self.unreachable = ""             # set when the target failed its probe
 
     @property
     def id(self):
@@ -107,6 +108,8 @@ class Run:
             self.write_record()
 
     def _execute(self):
+        if self.unreachable:
+            return self.finish(LOST, "target unreachable at start: %s" % self.unreachable)
         if not self.binary:
             return self.finish(LOST, "no binary for config %s (%s)" %
                                (self.target.config, self.opts.missing.get(self.target.config,
