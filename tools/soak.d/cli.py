@@ -81,6 +81,8 @@ def parse_args(argv):
     p.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
                    help="ssh -o option for ssh targets (repeatable)")
     p.add_argument("--adb", default="adb", help="adb command for adb targets")
+    p.add_argument("--adb-tmp", default="/data/local/tmp",
+                   help="directory on adb targets for the runs (default: %(default)s)")
     p.add_argument("--qemu", default="qemu-aarch64", help="qemu-user binary for arm64")
     p.add_argument("--sysroot", default=os.path.join(REPO, ".sysroot", "arm64"),
                    help="arm64 sysroot for qemu -L (default: %(default)s)")
@@ -159,7 +161,7 @@ class Options:
 
     def __init__(self, a, out_dir, seeds_given):
         self.a = a
-        self.qemu, self.sysroot, self.adb = a.qemu, a.sysroot, a.adb
+        self.qemu, self.sysroot, self.adb, self.adb_tmp = a.qemu, a.sysroot, a.adb, a.adb_tmp
         self.ssh_config, self.ssh_options = a.ssh_config, a.ssh_option
         self.keep_remote, self.poll_interval = a.keep_remote, a.poll_interval
         self.connection_grace = a.connection_grace
@@ -183,6 +185,8 @@ class Options:
                 words += ["--ssh-config", a.ssh_config]
             for o in a.ssh_option:
                 words += ["--ssh-option", o]
+        if run.target.kind == "adb":
+            words += ["--adb", a.adb, "--adb-tmp", a.adb_tmp]
         if run.target.kind == "qemu" and a.sysroot != parse_args([]).sysroot:
             words += ["--sysroot", a.sysroot]
         return " ".join(shlex.quote(w) for w in words)

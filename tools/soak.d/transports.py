@@ -422,12 +422,18 @@ class SshTransport(RemoteShellTransport):
 class AdbTransport(RemoteShellTransport):
     """adb:SERIAL — an Android device over adb (`adb -s SERIAL shell/push`).
 
-    UNTESTED here (no device or adb on the build machine); it uses only the
-    shared wrapper, toybox's `timeout`, `mktemp`, `nohup` and `tail`, which
-    Android 7+ ships.  The work directory is under /data/local/tmp."""
+    Never run against a real device (there is none on the build machine);
+    the selftest drives it through a stand-in `adb` (fake_adb) that runs
+    `shell` commands with the local sh and `push` with cp.  On the device
+    it needs only the shared wrapper and toybox's `timeout`, `mktemp`,
+    `nohup` and `tail`, which Android 7+ ships.  The work directories are
+    under --adb-tmp (default /data/local/tmp)."""
 
     kind = "adb"
-    remote_tmp = "/data/local/tmp"
+
+    @property
+    def remote_tmp(self):
+        return self.opts.adb_tmp
 
     def base(self):
         return [self.opts.adb] + (["-s", self.target.host] if self.target.host else [])
@@ -450,9 +456,10 @@ class AdbTransport(RemoteShellTransport):
 
     def direct_command(self, binary, argv):
         base = " ".join(shlex.quote(w) for w in self.base())
-        return ("%s push %s /data/local/tmp/dq_stress && %s shell %s" %
-                (base, shlex.quote(binary), base,
-                 shlex.quote("/data/local/tmp/dq_stress " +
+        dst = self.remote_tmp + "/dq_stress"
+        return ("%s push %s %s && %s shell %s" %
+                (base, shlex.quote(binary), dst, base,
+                 shlex.quote("chmod +x %s && %s " % (dst, dst) +
                              " ".join(shlex.quote(a) for a in argv))))
 
 
