@@ -16,6 +16,7 @@ publishes (state, progress, verdict), each a single reference assignment.
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -308,7 +309,8 @@ class Scheduler:
 
     def show(self, force=False):
         text = self.line()
-        if self.tty:
+        if self.tty:  # one terminal row, or \r cannot redraw it
+            text = text[:max(20, shutil.get_terminal_size((120, 24)).columns - 1)]
             pad = max(0, self._width - len(text))
             self.stream.write("\r" + text + " " * pad)
             self._width = len(text)
