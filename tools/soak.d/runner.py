@@ -302,10 +302,11 @@ class Scheduler:
             keys.setdefault(r.target.key, []).append(r.state == "done")
         tdone = sum(1 for v in keys.values() if all(v))
         el = time.time() - self.t0
-        return ("soak %02d:%02d  targets %d/%d done (runs %d/%d, %d running)  %.3f h run  "
-                "%s ops  %d violations  %d failed  %d lost" %
-                (el // 60, el % 60, tdone, len(keys), len(done), len(self.runs), len(running),
-                 hours, human(ops), viol, failed, lost))
+        # most important first: a narrow terminal cuts the end off
+        return ("soak %02d:%02d  targets %d/%d done  %d violations  %d failed  %d lost  "
+                "runs %d/%d (%d running)  %.3f h run  %s ops" %
+                (el // 60, el % 60, tdone, len(keys), viol, failed, lost, len(done),
+                 len(self.runs), len(running), hours, human(ops)))
 
     def show(self, force=False):
         text = self.line()
