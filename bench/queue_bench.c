@@ -271,7 +271,7 @@ static void consumer_sweep(const bench_contender *c, void *q)
 /* ---- insert into a busy queue ------------------------------------------ */
 
 #define INSERT_WHENS 65536     /* per producer, reused cyclically */
-#define INSERT_CHUNK 64        /* posts between two clock reads */
+#define INSERT_CHUNK 64        /* posts between two clock reads (1 once slow) */
 
 typedef struct insert_run insert_run;
 
@@ -315,12 +315,13 @@ static void *insert_producer_main(void *arg)
         while (atomic_load(&run->arrived) < round * run->nproducers)
             ;
         int64_t deadline = run->deadline;
-        long done = 0;
-        int64_t t0 = bench_now(), t;
+        long done = 0, max_chunk = INSERT_CHUNK;
+        int64_t t0 = bench_now(), t = t0, prev;
         while (done < p->ops_asked) {
             long chunk = p->ops_asked - done;
-            if (chunk > INSERT_CHUNK)
-                chunk = INSERT_CHUNK;
+            if (chunk > max_chunk)
+                chunk = max_chunk;
+            prev = t;
             for (long i = 0; i < chunk; i++) {
                 int err = c->post_at(run->q, &m, p->whens[p->cursor], NULL);
                 p->cursor = (p->cursor + 1) % INSERT_WHENS;
@@ -333,6 +334,8 @@ static void *insert_producer_main(void *arg)
             t = bench_now();
             if (p->err || t >= deadline)
                 break;
+            if (t - prev > 1000000)
+                max_chunk = 1;   /* slow inserts: keep to the deadline */
         }
         p->t_start = t0;
         p->t_end = bench_now();
