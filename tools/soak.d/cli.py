@@ -273,7 +273,8 @@ def default_out():
     if not os.path.exists(ign):
         with open(ign, "w") as f:
             f.write("# soak launcher output, never committed\n*\n")
-    return os.path.join(root, datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+    out = os.path.join(root, datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S"))
+    return out if not os.path.exists(out) else "%s-%d" % (out, os.getpid())
 
 
 def screenshot(html_path, png_path):
