@@ -864,6 +864,33 @@ static void note_rss(long rss)
 }
 static _Atomic bool progress_done;
 static int64_t run_start;
+static _Atomic int64_t last_epoch_end;   /* real_now() when an epoch last ended */
+static _Atomic uint64_t epochs_done;
+static int64_t hang_limit_ns;
+
+static char *summary_json(double duration, long rss_end, bool pass);
+
+/* An epoch that does not end is a hang (deadlock, lost wake-up, a walker
+   looping in a cycle): report it as a violation and leave at once. */
+static void watchdog_check(int64_t now)
+{
+    int64_t since = now - atomic_load(&last_epoch_end);
+    if (since <= hang_limit_ns)
+        return;
+    violation("epoch %" PRIu64 " has not ended after %.1f s: hang (deadlock, lost "
+              "wake-up or a cycle)", atomic_load(&epochs_done), (double)since / 1e9);
+    char *j = summary_json((double)(now - run_start) / 1e9, rss_kb(), false);
+    printf("%s\n", j);
+    fflush(stdout);
+    if (cfg.json_path != NULL) {
+        FILE *f = fopen(cfg.json_path, "w");
+        if (f != NULL) {
+            fprintf(f, "%s\n", j);
+            fclose(f);
+        }
+    }
+    _exit(1);
+}
 
 static void *progress_main(void *arg)
 {
@@ -874,6 +901,7 @@ static void *progress_main(void *arg)
     int64_t last_t = run_start;
     while (!atomic_load(&progress_done)) {
         int64_t now = real_now();
+        watchdog_check(now);
         if (now < next) {
             int64_t nap = next - now;
             sleep_ns(nap < 50000000 ? nap : 50000000);
@@ -1063,11 +1091,13 @@ int main(int argc, char **argv)
     rss_start = rss_kb();
     note_rss(rss_start);
     run_start = real_now();
+    atomic_store(&last_epoch_end, run_start);
     pthread_t progress;
     pthread_create(&progress, NULL, progress_main, NULL);
 
     uint64_t rng = cfg.seed ^ UINT64_C(0x5DEECE66D);
     int64_t epoch_ns = epoch_length_ns();
+    hang_limit_ns = 40 * epoch_ns > 15000000000 ? 40 * epoch_ns : 15000000000;
     int64_t deadline = run_start + (int64_t)(cfg.duration * 1e9);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
     defined(DQ_STRESS_SANITIZED)
@@ -1078,6 +1108,8 @@ int main(int argc, char **argv)
     uint64_t index = 0;
     do {
         run_epoch(index, &rng, epoch_ns);
+        atomic_store(&last_epoch_end, real_now());
+        atomic_fetch_add(&epochs_done, 1);
         long rss = rss_kb();
         note_rss(rss);
         /* memory: after two warm-up epochs, RSS must stay near its level */
