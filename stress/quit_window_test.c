@@ -67,11 +67,23 @@ static void nap_ms(int ms)
 static _Thread_local bool tl_stall_after_wake;
 static _Atomic int stalls;
 
+typedef long (*syscall_fn)(long, ...);
+static _Atomic(syscall_fn) real_syscall;
+
+__attribute__((constructor)) static void find_real_syscall(void)
+{
+    atomic_store(&real_syscall, (syscall_fn)dlsym(RTLD_NEXT, "syscall"));
+}
+
 long syscall(long number, ...)
 {
-    static long (*real)(long, ...);
-    if (real == NULL)
-        real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    /* set by the constructor, before any thread; the lazy path is for a
+       call that comes even earlier */
+    syscall_fn real = atomic_load(&real_syscall);
+    if (real == NULL) {
+        real = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+        atomic_store(&real_syscall, real);
+    }
     va_list ap;
     va_start(ap, number);
     long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
