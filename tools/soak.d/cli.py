@@ -235,33 +235,45 @@ def bazel_config_flags(config):
 
 def build(config, a, out_dir):
     """bazel build one config and copy the binary to OUT/bin/CONFIG/dq_stress
-    (so the repro command keeps working after the next build)."""
+    (so the repro command keeps working after the next build).
+
+    The workspace's Bazel server is shared: another command may rebuild the
+    same output file (say, with other --copt) between our build and our
+    copy.  So the output path is asked for first (cquery), and the copy
+    happens the moment the build returns; a vanished file is built again."""
     logpath = os.path.join(out_dir, "build", config + ".log")
     os.makedirs(os.path.dirname(logpath), exist_ok=True)
     flags = bazel_config_flags(config) + shlex.split(a.bazel_flags)
     t0 = time.time()
-    with open(logpath, "w") as lf:
-        cmd = [a.bazel, "build"] + flags + [a.stress_target]
-        lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
-        lf.flush()
-        p = subprocess.run(cmd, cwd=REPO, stdout=lf, stderr=subprocess.STDOUT)
-        if p.returncode != 0:
-            raise RuntimeError("bazel build failed (exit %d), see %s" % (p.returncode, logpath))
-        # Bazel 4.2 has no --output=files; starlark output gives the same paths
-        cmd = [a.bazel, "cquery"] + flags + [
-            "--output=starlark",
-            "--starlark:expr=\"\\n\".join([f.path for f in target.files.to_list()])",
-            a.stress_target]
-        lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
-        lf.flush()
-        q = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=lf)
-    files = [l.strip() for l in q.stdout.decode().splitlines() if l.strip()]
-    if q.returncode != 0 or not files:
-        raise RuntimeError("bazel cquery found no output, see %s" % logpath)
-    src = os.path.join(REPO, files[0])
     dst = os.path.join(out_dir, "bin", config, "dq_stress")
     os.makedirs(os.path.dirname(dst), exist_ok=True)
-    shutil.copy2(src, dst)
+    with open(logpath, "w") as lf:
+        def bazel(cmd, **kw):
+            lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
+            lf.flush()
+            return subprocess.run(cmd, cwd=REPO, stderr=lf, **kw)
+        # Bazel 4.2 has no --output=files; starlark output gives the same paths
+        q = bazel([a.bazel, "cquery"] + flags + [
+            "--output=starlark",
+            "--starlark:expr=\"\\n\".join([f.path for f in target.files.to_list()])",
+            a.stress_target], stdout=subprocess.PIPE)
+        files = [l.strip() for l in q.stdout.decode().splitlines() if l.strip()]
+        if q.returncode != 0 or not files:
+            raise RuntimeError("bazel cquery found no output, see %s" % logpath)
+        src = os.path.join(REPO, files[0])
+        for attempt in range(3):
+            p = bazel([a.bazel, "build"] + flags + [a.stress_target], stdout=lf)
+            if p.returncode != 0:
+                raise RuntimeError("bazel build failed (exit %d), see %s" %
+                                   (p.returncode, logpath))
+            try:
+                shutil.copy2(src, dst)
+                break
+            except FileNotFoundError:
+                lf.write("soak: %s vanished after the build (another bazel command?); "
+                         "building again\n" % src)
+        else:
+            raise RuntimeError("%s kept vanishing after the build, see %s" % (src, logpath))
     os.chmod(dst, 0o755)
     return dst, time.time() - t0
 
