@@ -23,6 +23,7 @@ n1=${DQ_COUNT_N1:-1000}
 n2=${DQ_COUNT_N2:-3000}
 ld_prefix=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
 qemu=${QEMU_AARCH64:-qemu-aarch64}
+[ -x "$bin" ] || { echo "count_insns.sh: $bin: no such executable" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
