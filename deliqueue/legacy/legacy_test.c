@@ -270,13 +270,16 @@ Test(legacy, idle_handlers)
     cr_assert_eq(dq_legacy_add_idle_handler(q, idle_keep, &idle_calls), 0);
     dq_msg out;
     pthread_t t;
+    /* the deadline is taken before the clock can move */
+    int64_t deadline = dq_now() + 10;
     pthread_create(&t, NULL, advance_later, NULL);
-    cr_assert_eq(dq_legacy_next_until(q, &out, dq_now() + 10), -ETIMEDOUT);
+    cr_assert_eq(dq_legacy_next_until(q, &out, deadline), -ETIMEDOUT);
     pthread_join(t, NULL);
     cr_assert_eq(idle_calls, 2);
     cr_assert_eq(dq_legacy_remove_idle_handler(q, idle_once, NULL), -ENOENT);
+    deadline = dq_now() + 10;
     pthread_create(&t, NULL, advance_later, NULL);
-    cr_assert_eq(dq_legacy_next_until(q, &out, dq_now() + 10), -ETIMEDOUT);
+    cr_assert_eq(dq_legacy_next_until(q, &out, deadline), -ETIMEDOUT);
     pthread_join(t, NULL);
     cr_assert_eq(idle_calls, 3);
     cr_assert_eq(dq_legacy_remove_idle_handler(q, idle_keep, &idle_calls), 0);
