@@ -321,6 +321,15 @@ def check_variant(variant, roots, funcs, arch, errors, notes, suffix=""):
             if not fam["x86_rmw"]:
                 errors.append("x86_64: %s has no lock-prefixed or xchg "
                               "read-modify-write" % where)
+        if suffix:
+            # a copy must stay inside itself: a call into the other copy
+            # would run the other variant's atomics
+            other = [fn.name for fn in seen
+                     if re.search(r"__(llsc|lse)$", fn.name)
+                     and not fn.name.endswith(suffix)]
+            if other:
+                errors.append("dispatch: %s calls into the other copy: %s"
+                              % (name, ", ".join(other)))
         summary = {k: len(v) for k, v in fam.items() if v}
         notes.append("%-8s %-40s %s%s" % (variant, where, summary,
                                          (" calls " + ",".join(sorted(
