@@ -17,7 +17,8 @@ library (its call closure), the instruction families of one build variant:
   --expect=outline  calls to the __aarch64_{cas,swp,ldadd,...}N_ORDER helpers;
                     no inline LSE and no exclusive loop in the hot closures.
   --expect=dispatch every hot function F is an IFUNC symbol, F__llsc passes
-                    the llsc rules and F__lse the lse rules.
+                    the llsc rules and F__lse the lse rules, and neither
+                    copy calls into the other.
   --expect=x86_64   lock cmpxchg / xchg with memory / lock xadd (or another
                     lock-prefixed read-modify-write); no libatomic call.
 
