@@ -35,6 +35,8 @@
 #include <deliqueue/msg.h>
 #include <deliqueue/testing.h>
 
+#include "fuzz/watchdog.h"
+
 #define MAX_STEPS 400
 #define MAX_IDS   512
 #define MAX_BARS  32
@@ -363,6 +365,7 @@ static void run_step(unsigned mask)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_watchdog_begin("interleave_fuzzer");
     size_t pos = 0;
 #define BYTE() (pos < size ? data[pos++] : 0)
     memset(bars, 0, sizeof bars);
@@ -444,6 +447,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FAIL("quit_safely dropped id %d, due at %lld before the quit at %lld", id,
                  (long long)r->when, (long long)quit_at);
     }
+    fuzz_watchdog_end();
     dq_test_clock_real();
     return 0;
 }

@@ -30,6 +30,8 @@
 #include <deliqueue/msg.h>
 #include <deliqueue/testing.h>
 
+#include "fuzz/watchdog.h"
+
 #define MAX_OPS  600
 #define MAX_IDS  700
 #define MAX_BARS 64
@@ -438,6 +440,7 @@ static void do_next(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_watchdog_begin("ops_fuzzer");
     in = data;
     in_len = size;
     in_pos = 0;
@@ -520,6 +523,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FAIL("%s: refused id %d was reported", qi ? "legacy" : "deliqueue", id);
         }
     }
+    fuzz_watchdog_end();
     dq_test_clock_real();
     return 0;
 }
