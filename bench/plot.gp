@@ -10,7 +10,7 @@ set output out
 set datafile missing "NaN"
 set logscale xy
 set xlabel "pending messages (queue depth)"
-set ylabel "ns per insert, per producer (median)"
+set ylabel "CPU ns per insert, per producer (median)"
 set grid xtics ytics mytics
 set key top left
 set xtics ("1k" 1000, "10k" 10000, "100k" 100000)

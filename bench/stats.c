@@ -112,6 +112,13 @@ static void fmt_ratio(char *buf, size_t n, double r)
 void stats_print_table(FILE *out, const stats *s, const char *group,
                        const char *const *cols, int ncols)
 {
+    int rows = 0;
+    for (int i = 0; i < s->nmetrics; i++)
+        rows += !strcmp(s->m[i].group, group);
+    if (rows == 0) {
+        fprintf(out, "(not run)\n");
+        return;
+    }
     fprintf(out, "| metric | unit |");
     for (int c = 0; c < ncols; c++)
         fprintf(out, " %s |", cols[c]);
@@ -195,7 +202,7 @@ void stats_write_json(FILE *out, const stats *s, const char *header,
 void stats_write_plot_data(FILE *out, const stats *s, int producers,
                            const char *const *cols, int ncols)
 {
-    fprintf(out, "# insert into a busy queue, %d producer(s): median ns per "
+    fprintf(out, "# insert into a busy queue, %d producer(s): median CPU ns per "
                  "insert per producer\ndepth", producers);
     for (int c = 0; c < ncols; c++)
         fprintf(out, " %s", cols[c]);
