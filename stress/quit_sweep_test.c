@@ -87,6 +87,13 @@ static void *consumer_main(void *arg)
     tl_consumer = true;
     atomic_store(&armed, 1);
     rc1 = dq_try_next(q, &got);
+    /* -EAGAIN is a fair answer for a call that began before the post; a
+       consumer that keeps consuming after the quit must then get it */
+    while (rc1 == -EAGAIN) {
+        while (atomic_load(&stage) != 2)
+            nap_ms(1);
+        rc1 = dq_try_next(q, &got);
+    }
     dq_msg more;
     rc2 = rc1 == 0 ? dq_try_next(q, &more) : rc1;
     return NULL;

@@ -476,14 +476,18 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         return -ESHUTDOWN;
     bool idle_ran = false;
     for (;;) {
+        /* Learn about a quit BEFORE collecting: once the tag is set no push
+           can succeed, so the collect below then sweeps every accepted
+           message.  (Checked after the collect, a push between the sweep
+           and the check would be missed and dropped by the teardown.)
+           acquire: the tag was set after the mode (quit()). */
+        int mode = DQ_RUNNING;
+        if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
+            mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
         looper_reclaim(core);
         err = looper_collect(q, core);
         if (err)
             return err;
-        int mode = DQ_RUNNING;
-        /* acquire: the tag was set after the mode (quit()) */
-        if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
-            mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
         if (mode == DQ_QUIT_NOW) {
             dq_looper_teardown(q);
             return -ESHUTDOWN;
