@@ -671,11 +671,17 @@ static void *barrier_main(void *arg)
     return NULL;
 }
 
+/* dq_loop: the ticket for a delivery must be read before dq_loop's
+   dq_next picked it, so it is read at the end of the previous dispatch
+   (consumer only; reset per epoch). */
+static uint64_t loop_ticket;
+
 static void consumer_dispatch(dq_msg *m, void *ctx)
 {
     (void)ctx;
-    check_delivery(m, atomic_load_explicit(&ticket, memory_order_acquire));
+    check_delivery(m, loop_ticket);
     count_ops(1);
+    loop_ticket = atomic_load_explicit(&ticket, memory_order_acquire);
 }
 
 static void cb_a(dq_msg *m)
@@ -794,6 +800,7 @@ static void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     memset(last_pseq, 0, sizeof last_pseq);
     class_max_when[0] = class_max_when[1] = INT64_MIN;
     class_max_ticket[0] = class_max_ticket[1] = 0;
+    loop_ticket = 0;
     for (int i = 0; i < IDLE_CTXS; i++)
         atomic_store(&idle_ctxs[i].state, 0);
     atomic_store(&consumer_id, NULL);
