@@ -47,8 +47,9 @@ dq_queue *dq_create(const dq_options *opts)
     atomic_init(&core->walkers[1], 0);
     dq_heap_init(&core->sync_heap);
     dq_heap_init(&core->async_heap);
-    core->next_seq = 1;
-    core->next_front_seq = -1;
+    /* both stay positive for 2^62 posts, as dq_key_less requires */
+    core->next_seq = INT64_C(1) << 62;
+    core->next_front_seq = (INT64_C(1) << 62) - 1;
     dq_pool_batch_init(&core->recycled);
     atomic_init(&q->core, core);
     return q;

@@ -64,8 +64,8 @@ typedef struct dq_core {
     alignas(DQ_CACHE_LINE) dq_node *boundary; /* topmost node already swept */
     dq_heap  sync_heap;                       /* sync messages and barriers */
     dq_heap  async_heap;
-    int64_t  next_seq;                        /* timed posts: increasing */
-    int64_t  next_front_seq;                  /* front posts: decreasing (LIFO) */
+    int64_t  next_seq;                        /* timed posts: up from 2^62 */
+    int64_t  next_front_seq;                  /* front posts: down from 2^62 - 1 (LIFO) */
     dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
     dq_node *unswept;                         /* claimed before we met them */
     dq_pool_batch recycled;

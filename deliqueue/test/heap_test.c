@@ -7,23 +7,37 @@
 
 typedef struct item { dq_heap_elem elem; dq_key key; } item;
 
-Test(comparator, sign_is_lexicographic_over_the_whole_range)
+Test(comparator, lexicographic_over_the_whole_range)
 {
     const int64_t v[] = { INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX };
+    const int64_t seqs[] = { 0, 1, 2, INT64_C(1) << 62, INT64_MAX - 1, INT64_MAX };
     for (size_t i = 0; i < 7; i++)
-        for (size_t j = 0; j < 7; j++)
+        for (size_t j = 0; j < 7; j++) {
             for (size_t k = 0; k < 7; k++) {
+                /* three-way form: any when, any seq */
                 dq_key a = { v[i], v[k] }, b = { v[j], v[6 - k] };
-                bool want = v[i] != v[j] ? v[i] < v[j] : v[k] < v[6 - k];
-                cr_assert_eq(dq_key_less(a, b), want, "when %lld vs %lld",
+                int want = v[i] != v[j] ? (v[i] < v[j] ? -1 : 1)
+                                        : (v[k] < v[6 - k] ? -1 : v[k] > v[6 - k]);
+                cr_assert_eq(dq_key_cmp(a, b) < 0, want < 0, "cmp when %lld vs %lld",
                              (long long)v[i], (long long)v[j]);
-                cr_assert_eq(dq_key_less_branchy(a, b), want);
+                cr_assert_eq(dq_key_cmp(a, b) == 0, want == 0);
             }
+            for (size_t k = 0; k < 6; k++)
+                for (size_t l = 0; l < 6; l++) {
+                    /* dq_key_less: any when, seq >= 0 */
+                    dq_key a = { v[i], seqs[k] }, b = { v[j], seqs[l] };
+                    bool want = v[i] != v[j] ? v[i] < v[j] : seqs[k] < seqs[l];
+                    cr_assert_eq(dq_key_less(a, b), want, "less (%lld,%lld) vs (%lld,%lld)",
+                                 (long long)v[i], (long long)seqs[k],
+                                 (long long)v[j], (long long)seqs[l]);
+                    cr_assert_eq(dq_key_less_branchy(a, b), want);
+                }
+        }
 }
 
 Test(comparator, front_key_orders_before_every_time)
 {
-    dq_key front = { DQ_KEY_FRONT, -5 }, later = { INT64_MAX, 1 }, zero = { 0, 1 };
+    dq_key front = { DQ_KEY_FRONT, 5 }, later = { INT64_MAX, 1 }, zero = { 0, 1 };
     cr_assert(dq_key_less(front, later));
     cr_assert(dq_key_less(front, zero));
     cr_assert(!dq_key_less(later, front));
@@ -31,7 +45,7 @@ Test(comparator, front_key_orders_before_every_time)
 
 static void check_drain(dq_heap *h, size_t expect)
 {
-    dq_key prev = { INT64_MIN, INT64_MIN };
+    dq_key prev = { INT64_MIN, 0 };
     size_t n = 0;
     dq_heap_elem *e;
     while ((e = dq_heap_pop(h)) != NULL) {
