@@ -895,6 +895,20 @@ static int usage(const char *argv0)
     return 2;
 }
 
+/* Under `bazel run` the working directory is the runfiles tree: resolve a
+   relative output path against the directory bazel was invoked from. */
+static const char *output_path(const char *path)
+{
+    static char buf[2][4096];
+    static int which;
+    const char *cwd = getenv("BUILD_WORKING_DIRECTORY");
+    if (path == NULL || path[0] == '/' || cwd == NULL || cwd[0] == 0)
+        return path;
+    char *b = buf[which++ % 2];
+    snprintf(b, sizeof(buf[0]), "%s/%s", cwd, path);
+    return b;
+}
+
 static int rotate(int i, int rep, int n)
 {
     return (i + rep) % n;
@@ -959,6 +973,8 @@ int main(int argc, char **argv)
     }
     if (cfg.reps < 1 || cfg.reps > STATS_MAX_REPS)
         return usage(argv[0]);
+    cfg.json_path = output_path(cfg.json_path);
+    cfg.plot_prefix = output_path(cfg.plot_prefix);
     /* deliqueue always runs: every ratio is against it */
     cfg.contender_mask = cfg.contender_mask ? cfg.contender_mask | 1u
                                             : (1u << NCONTENDERS) - 1;
