@@ -164,8 +164,6 @@ static int post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due,
         memset(&n->msg, 0, sizeof(n->msg));
     n->msg.when = when;
     n->due = due;
-    n->looper_flags = 0;
-    n->heap.index = DQ_HEAP_NONE;
     /* relaxed: read only by dq_cancel after it has matched the generation
        with an acquire load of state, which this store precedes */
     atomic_store_explicit(&n->owner, q, memory_order_relaxed);

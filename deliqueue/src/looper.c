@@ -82,6 +82,8 @@ static void looper_retire(dq_core *core, dq_node *n)
        pool's batch hand-off (release/acquire) */
     atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
                           memory_order_relaxed);
+    n->looper_flags = 0; /* ready for its next post */
+    n->heap.index = DQ_HEAP_NONE;
     /* relaxed: the looper is the only writer of the epoch */
     n->retire_epoch = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     n->limbo_next = NULL;
@@ -90,15 +92,19 @@ static void looper_retire(dq_core *core, dq_node *n)
     else
         core->limbo_head = n;
     core->limbo_tail = n;
+    core->limbo_count++;
 }
 
 /* Grace periods.  A node retired in epoch r may be held by walkers that
    began in epoch r or earlier; the epoch reaches r + 2 only after the
    walkers counted in r's parity have left, so then it is free. */
-static void looper_reclaim(dq_core *core)
+static void looper_reclaim(dq_core *core, bool force)
 {
-    if (core->limbo_head == NULL)
-        return; /* nothing waits for a grace period: leave the epoch alone */
+    /* Advance only when enough waits for a grace period: the advance is a
+       seq_cst store (a full barrier), not worth paying per message.  Going
+       idle reclaims whatever is left (looper_next passes force). */
+    if (core->limbo_head == NULL || (core->limbo_count < DQ_LIMBO_BATCH && !force))
+        return;
     uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     /* seq_cst load and store: the looper's half of the Dekker pair in
        walk_begin.  Parity (e + 1) & 1 counts the walkers of epoch e - 1. */
@@ -111,6 +117,7 @@ static void looper_reclaim(dq_core *core)
         core->limbo_head = n->limbo_next;
         if (core->limbo_head == NULL)
             core->limbo_tail = NULL;
+        core->limbo_count--;
         dq_pool_batch_add(&core->recycled, n);
     }
 }
@@ -364,6 +371,8 @@ static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
         return;
     atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
                           memory_order_relaxed);
+    n->looper_flags = 0;
+    n->heap.index = DQ_HEAP_NONE;
     dq_pool_batch_add(batch, n);
 }
 
@@ -385,15 +394,13 @@ void dq_looper_teardown(dq_queue *q)
     dq_pool_batch *batch = &core->recycled;
     dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
                                                 memory_order_acquire);
-    for (dq_node *n = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
-         n != NULL;) {
-        dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+    dq_node *top = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
+    for (dq_node *n = top; n != NULL;
+         n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
         uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
         if (dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s))
             dq_report_discard(q, n);
         n->looper_flags |= DQ_LOOPER_TORN;
-        looper_retire_now(n, batch);
-        n = next;
     }
     /* claimed nodes no longer in the stack: unlinked by a failed delivery
        or trim, or never pushed */
@@ -405,6 +412,12 @@ void dq_looper_teardown(dq_queue *q)
                 looper_retire_now(n, batch);
             n = next;
         }
+    }
+    /* then the stack itself (retiring clears the TORN marks) */
+    for (dq_node *n = top; n != NULL;) {
+        dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+        looper_retire_now(n, batch);
+        n = next;
     }
     while (core->limbo_head != NULL) { /* no walker is left to protect */
         dq_node *n = core->limbo_head;
@@ -484,7 +497,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         int mode = DQ_RUNNING;
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
             mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
-        looper_reclaim(core);
+        looper_reclaim(core, false);
         err = looper_collect(q, core);
         if (err)
             return err;
@@ -505,6 +518,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
                 return 0;
             continue;
         }
+        looper_reclaim(core, true); /* about to idle: end a grace period */
         if (mode == DQ_QUIT_SAFELY) {
             /* everything due is delivered; what a barrier holds is dropped */
             dq_looper_teardown(q);

@@ -21,6 +21,7 @@
 #ifndef DELIQUEUE_SRC_NODE_H
 #define DELIQUEUE_SRC_NODE_H
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -59,25 +60,28 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
 typedef struct dq_node dq_node;
+/* Layout: a post writes only the first two cache lines (producer fields
+   and the pool links it pops through); the looper's bookkeeping lives in
+   the third, so producers and the looper do not write the same lines. */
 struct dq_node {
-    /* -- shared -- */
-    _Atomic(dq_node *)  next;   /* stack link toward older nodes */
+    /* -- line 0-1: written by the producer, read by everyone -- */
+    alignas(64) _Atomic(dq_node *) next; /* stack link toward older nodes */
     _Atomic uint64_t    state;
     _Atomic(void *)     owner;  /* the dq_queue it was posted to */
     dq_msg              msg;    /* payload; msg.when is the caller's when */
     int64_t             due;    /* heap key: when, or DQ_KEY_FRONT */
-    /* -- looper only -- */
-    dq_node            *prev;   /* back-link toward newer nodes */
-    dq_heap_elem        heap;
-    uint32_t            looper_flags;
-    int64_t             seq;
-    uint64_t            retire_epoch;
-    dq_node            *limbo_next;
     /* -- removal list / pool links -- */
     dq_node            *aux_next;
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            batch_count; /* pool: nodes in the batch it heads */
     uint32_t            index;       /* pool index, immutable */
+    /* -- line 2: looper only (reset by the looper when it retires) -- */
+    alignas(64) dq_node *prev;  /* back-link toward newer nodes */
+    dq_heap_elem        heap;
+    uint32_t            looper_flags;
+    int64_t             seq;
+    uint64_t            retire_epoch;
+    dq_node            *limbo_next;
 };
 
 static inline dq_node *dq_node_of_heap(dq_heap_elem *e)

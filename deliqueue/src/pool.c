@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,9 @@ static int grow(void)
         pthread_mutex_unlock(&grow_lock);
         return -1;
     }
-    dq_node *chunk = calloc(CHUNK_NODES, sizeof(*chunk));
+    dq_node *chunk = aligned_alloc(alignof(dq_node), CHUNK_NODES * sizeof(*chunk));
+    if (chunk != NULL)
+        memset(chunk, 0, CHUNK_NODES * sizeof(*chunk));
     if (chunk == NULL) {
         pthread_mutex_unlock(&grow_lock);
         return -1;

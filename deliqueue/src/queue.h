@@ -31,6 +31,9 @@
 
 #define DQ_CACHE_LINE 64
 
+/* Retired nodes that make the looper try to end a grace period. */
+#define DQ_LIMBO_BATCH 64u
+
 /* q->top: a dq_node pointer, low bit set once the queue quits. */
 #define DQ_TOP_QUIT ((uintptr_t)1)
 static inline dq_node *dq_top_node(uintptr_t top)
@@ -67,6 +70,7 @@ typedef struct dq_core {
     int64_t  next_seq;                        /* timed posts: up from 2^62 */
     int64_t  next_front_seq;                  /* front posts: down from 2^62 - 1 (LIFO) */
     dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
+    uint32_t limbo_count;
     dq_node *unswept;                         /* claimed before we met them */
     dq_pool_batch recycled;
     bool     quit_safely_trimmed;
