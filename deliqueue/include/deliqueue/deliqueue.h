@@ -110,8 +110,9 @@ int  dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
 
 /* O(1) cancel of one posted message; on success it is reported to
    on_discard before this returns.  -ENOENT if it was delivered, removed or
-   never existed (stale tokens included), -EINVAL for token 0, a barrier's
-   token, or NULL q, -ESHUTDOWN if the queue is quitting.  Thread: any. */
+   never existed (stale tokens included, a removed barrier's too), -EINVAL
+   for token 0, a pending barrier's token, or NULL q, -ESHUTDOWN if the
+   queue is quitting.  Thread: any. */
 int  dq_cancel(dq_queue *q, dq_token tok);
 /* Remove every pending message matching *m; returns how many (each
    reported to on_discard before this returns).  0 on bad input
