@@ -112,6 +112,16 @@ void dq_users_leave(dq_queue *q)
 
 /* ---- posting ------------------------------------------------------------ */
 
+/* Flip the sleep word from the value we read to awake and wake the
+   consumer; only the caller whose CAS wins pays for the syscall. */
+static void wake_sleeper(dq_queue *q, int64_t seen)
+{
+    if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
+                                                memory_order_seq_cst,
+                                                memory_order_relaxed))
+        dq_event_signal(&q->wake);
+}
+
 void dq_wake_consumer(dq_queue *q)
 {
     /* seq_cst: the caller's change (quit tag, barrier removal) came before
@@ -120,11 +130,8 @@ void dq_wake_consumer(dq_queue *q)
        loses to a newer sleep word, the consumer is bound to see the change
        itself. */
     int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
-    if (s != DQ_AWAKE &&
-        atomic_compare_exchange_strong_explicit(&q->sleep, &s, DQ_AWAKE,
-                                                memory_order_seq_cst,
-                                                memory_order_relaxed))
-        dq_event_signal(&q->wake);
+    if (s != DQ_AWAKE)
+        wake_sleeper(q, s);
 }
 
 /* Wake the consumer only if it sleeps past this message's due time (or
@@ -141,11 +148,7 @@ static void wake_if_needed(dq_queue *q, int64_t due, bool async)
     int64_t deadline = s & ~DQ_HELD;
     if ((held && !async) || due >= deadline)
         return;
-    /* only the producer that flips it to awake pays for the syscall */
-    if (atomic_compare_exchange_strong_explicit(&q->sleep, &s, DQ_AWAKE,
-                                                memory_order_seq_cst,
-                                                memory_order_relaxed))
-        dq_event_signal(&q->wake);
+    wake_sleeper(q, s);
 }
 
 static int post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due,
@@ -303,18 +306,15 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
         /* mutant: counted out while the discard callback and the push
            below still use the queue's core */
         dq_users_leave(q);
-        if (!barrier)
-            dq_report_discard(q, n);
-        push_removal(core, n);
-        if (barrier)
-            dq_wake_consumer(q);
-        return 0;
 #endif
         if (!barrier)
             dq_report_discard(q, n);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
+#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
+        return 0;
+#endif
     }
     dq_users_leave(q);
     return err;

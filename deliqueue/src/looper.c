@@ -72,18 +72,29 @@ static void looper_heap_remove(dq_core *core, dq_node *n)
 
 /* ---- retiring and recycling --------------------------------------------- */
 
-static void looper_retire(dq_core *core, dq_node *n)
+/* End the node's generation and make it ready for its next post; false
+   when its generations are exhausted (it is never reused, so tokens never
+   repeat). */
+static bool looper_reset_node(dq_node *n)
 {
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
     if (gen >= DQ_GEN_MAX)
-        return; /* generations exhausted: never reused, so tokens never repeat */
+        return false;
     /* relaxed: a stale-token reader only needs to see a different
        generation; the node's next producer gets this value through the
        pool's batch hand-off (release/acquire) */
     atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
                           memory_order_relaxed);
-    n->looper_flags = 0; /* ready for its next post */
+    n->looper_flags = 0;
     n->heap.index = DQ_HEAP_NONE;
+    return true;
+}
+
+/* Retire into limbo, to be recycled once walkers cannot hold it. */
+static void looper_retire(dq_core *core, dq_node *n)
+{
+    if (!looper_reset_node(n))
+        return;
     /* relaxed: the looper is the only writer of the epoch */
     n->retire_epoch = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     n->limbo_next = NULL;
@@ -364,16 +375,11 @@ static void looper_trim_future(dq_queue *q, dq_core *core)
 
 #define DQ_LOOPER_TORN 4u /* teardown met it in the stack */
 
+/* Teardown: no walker is left, so straight back to the pool. */
 static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
 {
-    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
-    if (gen >= DQ_GEN_MAX)
-        return;
-    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
-                          memory_order_relaxed);
-    n->looper_flags = 0;
-    n->heap.index = DQ_HEAP_NONE;
-    dq_pool_batch_add(batch, n);
+    if (looper_reset_node(n))
+        dq_pool_batch_add(batch, n);
 }
 
 void dq_looper_teardown(dq_queue *q)
