@@ -10,7 +10,8 @@
  *   looper       prev, heap, seq, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         aux_next, batch_next, batch_count while FREE in the pool
+ *   pool         aux_next, batch_next, batch_count, pool_ahead, pool_first
+ *                while FREE in the pool
  *
  * Node memory is never returned to the system: a node is recycled only
  * through the pool, so any pointer to a node always points at a node (type
@@ -59,6 +60,16 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_SWEPT    1u /* the looper has met it in the stack */
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
+/* Prefetch hints of a pooled batch (a chain through aux_next).  Popping
+   member k of a batch prefetches member k + DQ_POOL_AHEAD (its pool_ahead),
+   and taking a batch prefetches members 1 .. DQ_POOL_AHEAD - 1 (the head's
+   pool_first indices), so no post pays a serial cache miss for the chase
+   through recycled nodes the looper last wrote.  Hints only: they are
+   prefetched, never dereferenced, so a stale one (after dq_pool_unget)
+   costs a useless prefetch and nothing else. */
+#define DQ_POOL_AHEAD 7u
+#define DQ_POOL_NO_INDEX UINT32_MAX
+
 typedef struct dq_node dq_node;
 /* Layout: a post writes only the first two cache lines (producer fields
    and the pool links it pops through); the looper's bookkeeping lives in
@@ -75,6 +86,7 @@ struct dq_node {
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            batch_count; /* pool: nodes in the batch it heads */
     uint32_t            index;       /* pool index, immutable */
+    dq_node            *pool_ahead;  /* pool: hint, see dq_pool_batch */
     /* -- line 2: looper only (reset by the looper when it retires) -- */
     alignas(64) dq_node *prev;  /* back-link toward newer nodes */
     dq_heap_elem        heap;
@@ -82,6 +94,8 @@ struct dq_node {
     int64_t             seq;
     uint64_t            retire_epoch;
     dq_node            *limbo_next;
+    /* pool: in a batch's head only (the line's padding: no looper field) */
+    uint32_t            pool_first[DQ_POOL_AHEAD - 1];
 };
 
 static inline dq_node *dq_node_of_heap(dq_heap_elem *e)
@@ -101,23 +115,65 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
+/* A write-intent prefetch: the line arrives owned, so the post's stores
+   need no second transaction to take it from the looper's cache.  GCC
+   emits PREFETCHW only for -march targets that list it, so x86-64 spells
+   it out (0F 0D /1: every x86-64 CPU decodes it, as a NOP at worst). */
+static inline void dq_prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* The calling thread's cached batch: a chain through aux_next that only
+   this thread touches (given back to the pool when the thread exits). */
+struct dq_pool_cache {
+    dq_node *head;
+    uint32_t count;
+    bool     registered;
+};
+extern _Thread_local struct dq_pool_cache dq_pool_cache
+    __attribute__((visibility("hidden")));
+
+/* Refill the cache from the shared pool (or grow it), then pop. */
+dq_node *dq_pool_get_slow(void);
+
 /* A node in state (gen, FREE) for the calling thread, or NULL (ENOMEM).
-   Takes from a per-thread cache; refills it a batch at a time, so the
-   steady state costs no shared write. */
-dq_node *dq_pool_get(void);
+   Takes from the per-thread cache (inline: this is every post's first
+   step) and refills it a batch at a time, so the steady state costs no
+   shared write. */
+static inline dq_node *dq_pool_get(void)
+{
+    dq_node *n = dq_pool_cache.head;
+    if (__builtin_expect(n == NULL, 0))
+        return dq_pool_get_slow();
+    dq_pool_cache.head = n->aux_next;
+    dq_pool_cache.count--;
+    dq_node *ahead = n->pool_ahead;
+    if (ahead != NULL) {
+        /* both lines a post writes (the layout above) */
+        dq_prefetch_for_write(ahead);
+        dq_prefetch_for_write((const char *)ahead + 64);
+    }
+    return n;
+}
 /* Give back a node the caller got from dq_pool_get and never published. */
 void dq_pool_unget(dq_node *n);
 /* The node with this index, or NULL if no such node was ever made. */
 dq_node *dq_pool_node(uint32_t index);
 
 /* Retired nodes are handed back in batches by their looper. */
+#define DQ_POOL_BATCH 64u
+
 typedef struct dq_pool_batch {
-    dq_node *head;
+    dq_node *head;  /* member 0 */
     dq_node *tail;
     uint32_t count;
+    dq_node *recent[DQ_POOL_AHEAD]; /* the last DQ_POOL_AHEAD members added */
 } dq_pool_batch;
-
-#define DQ_POOL_BATCH 64u
 
 static inline void dq_pool_batch_init(dq_pool_batch *b)
 {

@@ -34,12 +34,7 @@ static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 /* (tag << 32) | (index + 1) of the top batch; 0 when empty. */
 static _Atomic uint64_t batch_top;
 
-struct thread_cache {
-    dq_node *head; /* chain through aux_next */
-    uint32_t count;
-    bool     registered;
-};
-static _Thread_local struct thread_cache cache;
+_Thread_local struct dq_pool_cache dq_pool_cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -81,6 +76,8 @@ static dq_node *batch_pop(uint32_t *count)
         if (slot == 0)
             return NULL;
         dq_node *head = dq_pool_node(slot - 1);
+        /* its pool_first line, fetched alongside batch_next's */
+        __builtin_prefetch(&head->pool_first);
         /* may be stale if another thread popped the batch meanwhile: the
            tag in top then differs and the CAS below fails */
         uint32_t below = atomic_load_explicit(&head->batch_next,
@@ -98,10 +95,10 @@ static dq_node *batch_pop(uint32_t *count)
 static void cache_release(void *unused)
 {
     (void)unused;
-    if (cache.head != NULL)
-        batch_push(cache.head, cache.count);
-    cache.head = NULL;
-    cache.count = 0;
+    if (dq_pool_cache.head != NULL)
+        batch_push(dq_pool_cache.head, dq_pool_cache.count);
+    dq_pool_cache.head = NULL;
+    dq_pool_cache.count = 0;
 }
 
 static void cache_key_create(void)
@@ -113,8 +110,8 @@ static void cache_register(void)
 {
     (void)pthread_once(&cache_key_once, cache_key_create);
     /* any non-NULL value makes the destructor run at thread exit */
-    (void)pthread_setspecific(cache_key, &cache);
-    cache.registered = true;
+    (void)pthread_setspecific(cache_key, &dq_pool_cache);
+    dq_pool_cache.registered = true;
 }
 
 /* Make a chunk; keep one batch for this thread, publish the others. */
@@ -147,12 +144,16 @@ static int grow(void)
     pthread_mutex_unlock(&grow_lock);
 
     for (uint32_t b = 0; b < CHUNK_NODES; b += DQ_POOL_BATCH) {
-        for (uint32_t i = b; i < b + DQ_POOL_BATCH - 1; i++)
-            chunk[i].aux_next = &chunk[i + 1];
-        chunk[b + DQ_POOL_BATCH - 1].aux_next = NULL;
+        for (uint32_t i = b; i < b + DQ_POOL_BATCH; i++) {
+            chunk[i].aux_next = i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL;
+            chunk[i].pool_ahead = i + DQ_POOL_AHEAD < b + DQ_POOL_BATCH
+                                      ? &chunk[i + DQ_POOL_AHEAD] : NULL;
+        }
+        for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
+            chunk[b].pool_first[j] = base + b + 1 + j;
         if (b == 0) {
-            cache.head = &chunk[0];
-            cache.count = DQ_POOL_BATCH;
+            dq_pool_cache.head = &chunk[0];
+            dq_pool_cache.count = DQ_POOL_BATCH;
         } else {
             batch_push(&chunk[b], DQ_POOL_BATCH);
         }
@@ -160,36 +161,59 @@ static int grow(void)
     return 0;
 }
 
-dq_node *dq_pool_get(void)
+/* Prefetch a batch's head (both lines a post writes) and the members its
+   pool_first names; the rest come through pool_ahead as it is popped. */
+static void prefetch_batch(dq_node *head)
 {
-    if (cache.head == NULL) {
-        if (!cache.registered)
-            cache_register();
-        uint32_t count;
-        dq_node *head = batch_pop(&count);
-        if (head != NULL) {
-            cache.head = head;
-            cache.count = count;
-        } else if (grow() != 0) {
-            return NULL;
-        }
+    dq_prefetch_for_write(head);
+    dq_prefetch_for_write((const char *)head + 64);
+    for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++) {
+        dq_node *m = head->pool_first[j] == DQ_POOL_NO_INDEX
+                         ? NULL : dq_pool_node(head->pool_first[j]);
+        if (m == NULL)
+            break;
+        dq_prefetch_for_write(m);
+        dq_prefetch_for_write((const char *)m + 64);
     }
-    dq_node *n = cache.head;
-    cache.head = n->aux_next;
-    cache.count--;
-    return n;
+}
+
+dq_node *dq_pool_get_slow(void)
+{
+    if (!dq_pool_cache.registered)
+        cache_register();
+    uint32_t count;
+    dq_node *head = batch_pop(&count);
+    if (head != NULL) {
+        prefetch_batch(head);
+        dq_pool_cache.head = head;
+        dq_pool_cache.count = count;
+    } else if (grow() != 0) {
+        return NULL;
+    }
+    return dq_pool_get();
 }
 
 void dq_pool_unget(dq_node *n)
 {
-    n->aux_next = cache.head;
-    cache.head = n;
-    cache.count++;
+    n->aux_next = dq_pool_cache.head;
+    dq_pool_cache.head = n;
+    dq_pool_cache.count++;
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
     n->aux_next = NULL;
+    n->pool_ahead = NULL;
+    if (b->count == 0) {
+        for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
+            n->pool_first[j] = DQ_POOL_NO_INDEX;
+    } else if (b->count < DQ_POOL_AHEAD) {
+        b->head->pool_first[b->count - 1] = n->index;
+    }
+    dq_node **slot = &b->recent[b->count % DQ_POOL_AHEAD];
+    if (b->count >= DQ_POOL_AHEAD)
+        (*slot)->pool_ahead = n;
+    *slot = n;
     if (b->tail != NULL)
         b->tail->aux_next = n;
     else
