@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# smoke_test.sh QUEUE_BENCH HEAP_CMP
+# smoke_test.sh QUEUE_BENCH HEAP_CMP PUSH_DECOMP
 # The benchmarks run and print what they promise.  Not a timed assertion:
 # no number is checked, only that every contender and scenario appears.
 set -eu
-qb=$1 hc=$2
+qb=$1 hc=$2 pd=$3
 out=${TEST_TMPDIR:-/tmp}/queue_bench.out
 json=${TEST_TMPDIR:-/tmp}/queue_bench.json
 "$qb" --quick --reps 1 --json "$json" >"$out"
@@ -24,4 +24,9 @@ for c in branchless branchy; do
     "$hc" "$c" 1000 10000 | grep -q "comparator=$c" || fail "heap_cmp $c"
 done
 "$hc" bogus >/dev/null 2>&1 && fail "heap_cmp accepted a bogus comparator"
+"$pd" --rounds 5 >"$out" || fail "push_decomp failed"
+for row in 'floor (bare push, own nodes)' '+copy, 2 lines' '+prefetch 7 ahead' 'dq_post_at'; do
+    grep -qF "| $row |" "$out" || fail "push_decomp: no row '$row'"
+done
+"$pd" --rounds 0 >/dev/null 2>&1 && fail "push_decomp accepted --rounds 0"
 echo "smoke_test: ok"

@@ -134,16 +134,12 @@ void dq_wake_consumer(dq_queue *q)
         wake_sleeper(q, s);
 }
 
-/* Wake the consumer only if it sleeps past this message's due time (or
-   this message is async and the sleeper is held by a barrier). */
-static void wake_if_needed(dq_queue *q, int64_t due, bool async)
+/* Wake the consumer, which we saw asleep in word s, if it sleeps past
+   this message's due time (or the message is async and the sleeper is held
+   by a barrier).  Out of line: a post to a busy looper never comes here. */
+static __attribute__((noinline)) void wake_for_post(dq_queue *q, int64_t s,
+                                                    int64_t due, bool async)
 {
-    /* seq_cst: with the push CAS before it this is one half of a Dekker
-       pair; the consumer stores its sleep word and then re-reads the top
-       (both seq_cst), so either it sees our node or we see it asleep. */
-    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
-    if (s == DQ_AWAKE)
-        return;
     bool held = (s & DQ_HELD) != 0;
     int64_t deadline = s & ~DQ_HELD;
     if ((held && !async) || due >= deadline)
@@ -151,8 +147,31 @@ static void wake_if_needed(dq_queue *q, int64_t due, bool async)
     wake_sleeper(q, s);
 }
 
-static int post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due,
-                     bool barrier, dq_token *tok)
+/* The push met the quit tag: the node was not accepted; take it back.
+   Its generation was never handed out, so only a guessed token can have
+   claimed it; then it was accepted and cancelled, and the discard is
+   reported.  Out of line, as wake_for_post. */
+static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
+                                                  bool barrier, dq_token *tok)
+{
+    uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
+    if (!atomic_compare_exchange_strong_explicit(
+            &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
+            memory_order_relaxed, memory_order_relaxed)) {
+        if (tok != NULL)
+            *tok = dq_node_token(n, gen);
+        return 0;
+    }
+    dq_pool_unget(n);
+    return -ESHUTDOWN;
+}
+
+/* Every post.  Inlined into its callers, with every call on a rare path,
+   so the common case is straight-line code around the one CAS
+   (bench/push_decomp measures it against the floor). */
+static inline __attribute__((always_inline)) int
+post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
+          dq_token *tok)
 {
     dq_node *n = dq_pool_get();
     if (n == NULL)
@@ -177,34 +196,26 @@ static int post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due,
 
     uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
     for (;;) {
-        if (top & DQ_TOP_QUIT) {
-            /* Not accepted: take the node back.  Its generation was never
-               handed out, so only a guessed token can have claimed it; then
-               it was accepted and cancelled, and the discard is reported. */
-            uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
-            if (!atomic_compare_exchange_strong_explicit(
-                    &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
-                    memory_order_relaxed, memory_order_relaxed)) {
-                if (tok != NULL)
-                    *tok = dq_node_token(n, gen);
-                return 0;
-            }
-            dq_pool_unget(n);
-            return -ESHUTDOWN;
-        }
+        if (__builtin_expect(top & DQ_TOP_QUIT, 0))
+            return post_refused(n, gen, barrier, tok);
         atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
         /* seq_cst (a release RMW at least): publishes the node to the
            looper's and walkers' acquire loads of top, and orders the push
-           before our read of the sleep word (Dekker, see wake_if_needed).
-           Failure: relaxed, we only retry with the fresh top. */
-        if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
-                                                  memory_order_seq_cst,
-                                                  memory_order_relaxed))
+           before our read of the sleep word (Dekker, below).  Failure:
+           relaxed, we only retry with the fresh top. */
+        if (__builtin_expect(atomic_compare_exchange_weak_explicit(
+                                 &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
+                                 memory_order_relaxed), 1))
             break;
     }
     if (tok != NULL)
         *tok = dq_node_token(n, gen);
-    wake_if_needed(q, due, m != NULL && (m->flags & DQ_ASYNC));
+    /* seq_cst: with the push CAS before it this is one half of a Dekker
+       pair; the consumer stores its sleep word and then re-reads the top
+       (both seq_cst), so either it sees our node or we see it asleep. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (__builtin_expect(s != DQ_AWAKE, 0))
+        wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
     return 0;
 }
 

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * push_decomp: where a post's cost goes, step by step from the floor up to
+ * dq_post_at, so that "push within 1.5x of the floor" can be read against
+ * what each step costs on this machine (issue 6).  Prints ratios.
+ *
+ * Every case pushes ROUND_PUSHES nodes onto one atomic list top with the
+ * same CAS loop as bench/contenders/floor.c; it differs from the previous
+ * case in one thing:
+ *
+ *   floor            64-byte nodes the producer itself touched last, and
+ *                    only `next` is written (contender 6, the floor)
+ *   +copy, 1 line    the 56-byte message is copied too: node = next + msg,
+ *                    one cache line
+ *   +copy, 2 lines   dq_node's producer half: next, state, owner, msg, due
+ *                    over two lines of a 192-byte node
+ *   +recycled        the same nodes, but between rounds a consumer thread
+ *                    reads every message and writes one word in each line
+ *                    (a looper's delivery, generation bump and pool link),
+ *                    so each line the producer writes was last written on
+ *                    the other core, as a queue's recycled nodes are
+ *   +prefetch        the same, prefetching node i + 7 for write (what the
+ *                    pool does, deliqueue/src/node.h)
+ *   1 line recycled  +copy, 1 line, recycled and prefetched: what a node
+ *                    whose whole producer half fits one line would cost
+ *   dq_post_at       deliqueue itself: 10k far-future background messages;
+ *                    between rounds its looper thread removes the round's
+ *                    messages and sweeps (as queue_bench's insert rounds)
+ *
+ * Cases run interleaved, one round each in turn, ROUNDS rounds; each cell
+ * is the median over rounds of the producer's CPU ns per push.
+ *
+ * Usage: push_decomp [--rounds N]
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <deliqueue/deliqueue.h>
+
+#define ROUND_PUSHES  1000
+#define BACKGROUND    10000
+#define PREFETCH_AHEAD 7
+
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the synthetic nodes ------------------------------------------------ */
+
+typedef struct line_node { /* one line: next + message */
+    _Alignas(64) struct line_node *next;
+    dq_msg msg;
+} line_node;
+
+typedef struct wide_node { /* dq_node's layout: producer half in lines 0-1 */
+    _Alignas(64) struct wide_node *next;
+    uint64_t state;
+    void    *owner;
+    dq_msg   msg;
+    int64_t  due;
+    void    *link;                 /* line 1: the pool's link */
+    _Alignas(64) uint64_t looper;  /* line 2: the looper's fields */
+} wide_node;
+
+_Static_assert(sizeof(line_node) == 64, "one line");
+_Static_assert(sizeof(wide_node) == 192, "dq_node's size");
+
+static _Alignas(64) _Atomic(void *) top;
+
+static inline void push(void *n, void **next_field)
+{
+    /* relaxed first read: the CAS validates it; release publishes the
+       node as the floor (llist_add) and dq_post_at do (seq_cst there) */
+    void *old = atomic_load_explicit(&top, memory_order_relaxed);
+    do {
+        *next_field = old;
+    } while (!atomic_compare_exchange_weak_explicit(&top, &old, n,
+                                                    memory_order_seq_cst,
+                                                    memory_order_relaxed));
+}
+
+static inline void prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* ---- the recycler: another thread touching the nodes between rounds ---- */
+
+typedef struct recycler {
+    pthread_t       thread;
+    _Atomic int     job;     /* 0 idle, 1 wide, 2 line, 3 deliqueue, -1 quit */
+    wide_node      *wide;
+    line_node      *line;
+    dq_queue       *q;
+    uint64_t        sum;
+} recycler;
+
+static int burst_target, background_target;
+
+static void *recycler_main(void *arg)
+{
+    recycler *r = arg;
+    for (;;) {
+        int job;
+        while ((job = atomic_load_explicit(&r->job, memory_order_acquire)) == 0)
+            ;
+        if (job < 0)
+            return NULL;
+        if (job == 1) {
+            for (int i = 0; i < ROUND_PUSHES; i++) {
+                wide_node *n = &r->wide[i];
+                r->sum += (uint64_t)n->msg.what + (uint64_t)n->due;
+                n->state += 8;      /* generation bump, line 0 */
+                n->link = n;        /* pool link, line 1 */
+                n->looper = 0;      /* reset, line 2 */
+            }
+        } else if (job == 2) {
+            for (int i = 0; i < ROUND_PUSHES; i++) {
+                line_node *n = &r->line[i];
+                r->sum += (uint64_t)n->msg.what;
+                n->msg.flags = 0;   /* any write: the line is ours now */
+            }
+        } else {
+            dq_match burst = { .target = &burst_target };
+            dq_msg out;
+            size_t removed = dq_remove(r->q, &burst);
+            (void)dq_try_next(r->q, &out);
+            r->sum += removed;
+        }
+        /* release: the round's nodes are written before the producer reuses them */
+        atomic_store_explicit(&r->job, 0, memory_order_release);
+    }
+}
+
+static void recycle(recycler *r, int job)
+{
+    atomic_store_explicit(&r->job, job, memory_order_release);
+    while (atomic_load_explicit(&r->job, memory_order_acquire) != 0)
+        ;
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
+       DELIQUEUE, NCASES };
+static const char *const case_name[NCASES] = {
+    "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
+    "+recycled by the consumer", "+prefetch 7 ahead",
+    "1 line, recycled, prefetch", "dq_post_at",
+};
+/* the step each case adds to */
+static const int case_base[NCASES] = {
+    FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, WIDE_PREFETCH,
+};
+
+static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
+{
+    wide_node *w = r->wide;
+    line_node *l = r->line;
+    switch (c) {
+    case FLOOR:
+    case COPY_LINE:
+        for (int i = 0; i < ROUND_PUSHES; i++) /* untimed, as floor.c's prepare */
+            l[i].next = NULL;
+        break;
+    case COPY_WIDE:
+        for (int i = 0; i < ROUND_PUSHES; i++)
+            w[i].next = NULL, w[i].link = NULL;
+        break;
+    case WIDE_RECYCLED:
+    case WIDE_PREFETCH:
+        recycle(r, 1);
+        break;
+    case LINE_PREFETCH:
+        recycle(r, 2);
+        break;
+    default:
+        break;
+    }
+    atomic_store_explicit(&top, NULL, memory_order_relaxed);
+    int64_t t0 = cpu_ns();
+    switch (c) {
+    case FLOOR:
+        for (int i = 0; i < ROUND_PUSHES; i++)
+            push(&l[i], (void **)&l[i].next);
+        break;
+    case COPY_LINE:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            l[i].msg = *m;
+            push(&l[i], (void **)&l[i].next);
+        }
+        break;
+    case LINE_PREFETCH:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            if (i + PREFETCH_AHEAD < ROUND_PUSHES)
+                prefetch_for_write(&l[i + PREFETCH_AHEAD]);
+            l[i].msg = *m;
+            push(&l[i], (void **)&l[i].next);
+        }
+        break;
+    case COPY_WIDE:
+    case WIDE_RECYCLED:
+    case WIDE_PREFETCH:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            if (c == WIDE_PREFETCH && i + PREFETCH_AHEAD < ROUND_PUSHES) {
+                prefetch_for_write(&w[i + PREFETCH_AHEAD]);
+                prefetch_for_write((char *)&w[i + PREFETCH_AHEAD] + 64);
+            }
+            w[i].state = (w[i].state & ~(uint64_t)7) | 1;
+            w[i].owner = &top;
+            w[i].msg = *m;
+            w[i].msg.when = when + i;
+            w[i].due = when + i;
+            push(&w[i], (void **)&w[i].next);
+        }
+        break;
+    case DELIQUEUE:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            int err = dq_post_at(r->q, m, when + i, NULL);
+            if (err) {
+                fprintf(stderr, "push_decomp: dq_post_at: %s\n", strerror(-err));
+                exit(2);
+            }
+        }
+        break;
+    }
+    double ns = (double)(cpu_ns() - t0) / ROUND_PUSHES;
+    if (c == DELIQUEUE)
+        recycle(r, 3);
+    return ns;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (colon && !strncmp(line, "model name", 10)) {
+            snprintf(buf, len, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 400;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            rounds = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--rounds N]\n", argv[0]);
+            return 2;
+        }
+    }
+    recycler r;
+    memset(&r, 0, sizeof(r));
+    r.wide = aligned_alloc(64, ROUND_PUSHES * sizeof(wide_node));
+    r.line = aligned_alloc(64, ROUND_PUSHES * sizeof(line_node));
+    r.q = dq_create(NULL);
+    double *samples = malloc((size_t)NCASES * (size_t)rounds * sizeof(double));
+    if (r.wide == NULL || r.line == NULL || r.q == NULL || samples == NULL) {
+        fprintf(stderr, "push_decomp: out of memory\n");
+        return 2;
+    }
+    memset(r.wide, 0, ROUND_PUSHES * sizeof(wide_node));
+    memset(r.line, 0, ROUND_PUSHES * sizeof(line_node));
+    dq_msg bg = { .target = &background_target, .what = 2 };
+    int64_t far = dq_now() + 3600LL * 1000000000;
+    for (int i = 0; i < BACKGROUND; i++)
+        if (dq_post_at(r.q, &bg, far + i, NULL) != 0)
+            return 2;
+    if (pthread_create(&r.thread, NULL, recycler_main, &r))
+        return 2;
+    recycle(&r, 3); /* the recycler becomes the consumer and sweeps the fill */
+
+    dq_msg m = { .target = &burst_target, .what = 1, .arg1 = 7 };
+    int64_t when = far - 1000000000;
+    for (int round = 0; round < rounds; round++)
+        for (int k = 0; k < NCASES; k++) {
+            int c = (k + round) % NCASES; /* rotate who goes first */
+            samples[c * rounds + round] = run_case(c, &r, &m, when);
+        }
+    atomic_store(&r.job, -1);
+    pthread_join(r.thread, NULL);
+
+    char model[128];
+    cpu_model(model, sizeof(model));
+    double load[1] = { 0 };
+    (void)getloadavg(load, 1);
+    printf("push_decomp: %s, %ld online cores, load %.2f; %d rounds of %d pushes, "
+           "median CPU ns per push\n\n",
+           model, sysconf(_SC_NPROCESSORS_ONLN), load[0], rounds, ROUND_PUSHES);
+    printf("| step | ns/push | vs floor | vs the step it adds to |\n"
+           "|---|---:|---:|---|\n");
+    double med[NCASES];
+    for (int c = 0; c < NCASES; c++) {
+        qsort(&samples[c * rounds], (size_t)rounds, sizeof(double), cmp_double);
+        med[c] = samples[c * rounds + rounds / 2];
+    }
+    for (int c = 0; c < NCASES; c++)
+        printf("| %s | %.2f | %.2fx | %.2fx (%s) |\n", case_name[c], med[c],
+               med[c] / med[FLOOR], med[c] / med[case_base[c]],
+               case_name[case_base[c]]);
+    printf("\n(checksum %llu)\n", (unsigned long long)r.sum);
+    dq_quit(r.q);
+    dq_unref(r.q);
+    free(samples);
+    free(r.wide);
+    free(r.line);
+    return 0;
+}
