@@ -19,6 +19,10 @@
 
 dq_queue *dq_create(const dq_options *opts)
 {
+    if (opts != NULL && opts->idle_spin_ns > DQ_IDLE_SPIN_MAX_NS) {
+        errno = EINVAL;
+        return NULL;
+    }
     dq_queue *q = aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
     dq_core *core = aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
     if (q == NULL || core == NULL)
@@ -40,6 +44,8 @@ dq_queue *dq_create(const dq_options *opts)
     atomic_init(&q->consumer, 0);
     if (opts != NULL)
         q->opts = *opts;
+    if (q->opts.idle_spin_ns == 0)
+        q->opts.idle_spin_ns = DQ_IDLE_SPIN_DEFAULT_NS;
 
     atomic_init(&core->removals, NULL);
     atomic_init(&core->epoch, 2);

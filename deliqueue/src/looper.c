@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include <deliqueue/msg.h>
+#include <deliqueue_arch/cpu.h>
 
 #include "queue.h"
 
@@ -461,18 +462,42 @@ static bool looper_run_idle(dq_queue *q)
 
 /* ---- sleeping ----------------------------------------------------------- */
 
+
+/* Whether there is anything for the looper to look at: a push above the
+   boundary, the quit tag, or a removal.  Acquire: what we then read of a
+   new node or removal is its pusher's (the collect re-reads them anyway). */
+static inline bool looper_has_news(dq_queue *q, dq_core *core, memory_order mo)
+{
+    uintptr_t top = atomic_load_explicit(&q->top, mo);
+    return dq_top_node(top) != core->boundary || (top & DQ_TOP_QUIT) ||
+           atomic_load_explicit(&core->removals, mo) != NULL;
+}
+
 static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held)
 {
+    /* Poll a little before parking: a post that lands within the spin
+       costs neither its producer the wake syscall nor the message the
+       wake-up latency.  Bounded in time (pause latency differs tenfold
+       between CPUs), so an idle transition burns at most idle_spin_ns of
+       CPU (dq_options) and then sleeps. */
+    int64_t spin_ns = q->opts.idle_spin_ns;
+    int64_t spin_end = spin_ns > 0 ? dq_clock_real() + spin_ns : 0;
+    if (spin_end > deadline && !dq_clock_is_manual())
+        spin_end = deadline; /* never past a due message (same clock) */
+    for (unsigned i = 1; spin_ns > 0; i++) {
+        if (looper_has_news(q, core, memory_order_acquire))
+            return;
+        dq_arch_cpu_relax();
+        if (i % 16 == 0 && dq_clock_real() >= spin_end)
+            break;
+    }
     uint32_t seen = dq_event_read(&q->wake);
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
     /* seq_cst store then seq_cst loads: our half of the Dekker pairs with
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */
     atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
-    uintptr_t top = atomic_load_explicit(&q->top, memory_order_seq_cst);
-    bool news = dq_top_node(top) != core->boundary || (top & DQ_TOP_QUIT) ||
-                atomic_load_explicit(&core->removals, memory_order_seq_cst) != NULL;
-    if (!news)
+    if (!looper_has_news(q, core, memory_order_seq_cst))
         dq_event_wait(&q->wake, seen, deadline);
     /* relaxed: a producer that still reads the old word only wakes us
        needlessly; we re-check everything before the next sleep */

@@ -222,6 +222,49 @@ Test(api, blocked_consumer_is_woken_by_a_post)
     pthread_join(t, NULL);
 }
 
+Test(api, idle_spin_option_is_checked)
+{
+    dq_options o = { .idle_spin_ns = DQ_IDLE_SPIN_MAX_NS + 1 };
+    errno = 0;
+    cr_assert_null(dq_create(&o), "a spin above the cap is refused");
+    cr_assert_eq(errno, EINVAL);
+    int64_t fine[] = { DQ_IDLE_SPIN_MAX_NS, 1, 0, -1, INT64_MIN };
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        o.idle_spin_ns = fine[i];
+        dq_queue *d = dq_create(&o);
+        cr_assert_not_null(d, "idle_spin_ns %lld", (long long)fine[i]);
+        dq_unref(d);
+    }
+}
+
+/* Each spin setting still sleeps and is still woken: a post 20 ms later
+   (far past any spin) reaches a consumer blocked with a 5 s deadline. */
+Test(api, blocked_consumer_is_woken_whatever_the_spin)
+{
+    dq_test_clock_real();
+    int64_t spins[] = { -1, 1, DQ_IDLE_SPIN_MAX_NS };
+    for (size_t i = 0; i < sizeof(spins) / sizeof(spins[0]); i++) {
+        dq_options o = { .idle_spin_ns = spins[i] };
+        dq_queue *d = dq_create(&o);
+        cr_assert_not_null(d);
+        struct poster p = { d, 20000000 };
+        pthread_t t;
+        pthread_create(&t, NULL, post_later, &p);
+        dq_msg out;
+        int64_t start = dq_now();
+        cr_assert_eq(dq_next_until(d, &out, start + 5000000000), 0);
+        cr_assert_eq(out.what, 42);
+        cr_assert_lt(dq_now() - start, 2000000000, "spin %lld: woken by the post",
+                     (long long)spins[i]);
+        pthread_join(t, NULL);
+        /* and a timed wait still times out on time */
+        start = dq_now();
+        cr_assert_eq(dq_next_until(d, &out, start + 5000000), -ETIMEDOUT);
+        cr_assert_geq(dq_now() - start, 5000000);
+        dq_unref(d);
+    }
+}
+
 Test(api, blocked_consumer_wakes_when_due)
 {
     dq_test_clock_real();

@@ -31,6 +31,20 @@
 extern "C" {
 #endif
 
+/* A spin-wait hint for one round of a polling loop: PAUSE on x86 (lets
+   the sibling hyperthread run, and leaves the loop without a memory-order
+   mis-speculation flush), YIELD on arm64; a compiler barrier elsewhere. */
+static inline void dq_arch_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#else
+    __asm__ volatile("" ::: "memory");
+#endif
+}
+
 /* AT_HWCAP of this process (0 where there is no auxiliary vector). */
 uint64_t dq_arch_hwcap(void);
 

@@ -68,7 +68,15 @@ typedef struct dq_options {
     /* Called by dq_loop for a delivered message without a callback. */
     void (*dispatch)(dq_msg *m, void *ctx);
     void  *ctx;
+    /* How long the consumer polls for new work before it sleeps, in ns:
+       0 takes DQ_IDLE_SPIN_DEFAULT_NS; negative never polls (every idle
+       transition sleeps at once, and the next post pays the wake-up);
+       above DQ_IDLE_SPIN_MAX_NS dq_create fails with EINVAL. */
+    int64_t idle_spin_ns;
 } dq_options;
+
+#define DQ_IDLE_SPIN_DEFAULT_NS 2000      /* 2 us */
+#define DQ_IDLE_SPIN_MAX_NS     1000000   /* 1 ms */
 
 /* dq_match.fields */
 #define DQ_MATCH_WHAT     1u
@@ -85,7 +93,8 @@ typedef struct dq_match {
 } dq_match;
 
 /* Create a queue.  NULL opts: defaults (no callbacks).
-   Returns NULL with errno = ENOMEM on failure.  Thread: any. */
+   Returns NULL with errno = EINVAL for bad options (idle_spin_ns above
+   DQ_IDLE_SPIN_MAX_NS) or ENOMEM.  Thread: any. */
 dq_queue *dq_create(const dq_options *opts);
 /* Take another reference (e.g. for a producer thread).  Returns q.
    NULL q: returns NULL.  Thread: any. */
