@@ -151,9 +151,12 @@ Test(quit, producers_racing_quit_account_exactly)
 
 struct canceller { dq_queue *q; dq_token *tokens; int count; _Atomic int *go; };
 
+static _Thread_local bool in_canceller;
+
 static void *cancel_all(void *arg)
 {
     struct canceller *c = arg;
+    in_canceller = true;
     while (!atomic_load(c->go))
         ;
     for (int i = 0; i < c->count; i++) {
@@ -164,13 +167,17 @@ static void *cancel_all(void *arg)
     return NULL;
 }
 
+/* A canceller's report takes a while before it is recorded (the
+   teardown's own reports are quick), so a teardown that does not wait for
+   the canceller returns with its report still to come: what
+   teardown_waits_for_racing_cancellers checks. */
 static void slow_discard(const dq_msg *m, void *ctx)
 {
-    record_discard(m, ctx);
-    if (m->arg1 == 1) { /* a canceller's report: take a while */
+    if (m->arg1 == 1 && in_canceller) {
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
+    record_discard(m, ctx);
 }
 
 /* Teardown must wait for cancellers inside the core, their discard
@@ -201,10 +208,15 @@ Test(quit, teardown_waits_for_racing_cancellers)
         dq_quit(r);
         dq_msg out;
         cr_assert_eq(dq_next(r, &out), -ESHUTDOWN);
+        /* the teardown is over: every report, the cancellers' included,
+           has been made; a canceller still inside would add one later */
+        size_t at_teardown = atomic_load(&rec.discards);
         for (int t = 0; t < THREADS; t++)
             pthread_join(th[t], NULL);
         cr_assert_eq(atomic_load(&rec.discards), (size_t)THREADS * N,
                      "each message discarded once, by a canceller or the teardown");
+        cr_assert_eq(at_teardown, (size_t)THREADS * N,
+                     "every discard reported before the teardown returned");
         dq_unref(r);
     }
 }
