@@ -20,7 +20,7 @@
  *                    so each line the producer writes was last written on
  *                    the other core, as a queue's recycled nodes are
  *   +prefetch        the same, prefetching node i + 7 for write (what the
- *                    pool does, deliqueue/src/node.h)
+ *                    pool does, with the same dq_arch_prefetch_for_write)
  *   1 line recycled  +copy, 1 line, recycled and prefetched: what a node
  *                    whose whole producer half fits one line would cost
  *   dq_post_at       deliqueue itself: 10k far-future background messages;
@@ -46,6 +46,9 @@
 #include <unistd.h>
 
 #include <deliqueue/deliqueue.h>
+#include <deliqueue_arch/cpu.h>
+
+#include "bench/machine.h"
 
 #define ROUND_PUSHES  1000
 #define BACKGROUND    10000
@@ -90,15 +93,6 @@ static inline void push(void *n, void **next_field)
     } while (!atomic_compare_exchange_weak_explicit(&top, &old, n,
                                                     memory_order_seq_cst,
                                                     memory_order_relaxed));
-}
-
-static inline void prefetch_for_write(const void *p)
-{
-#if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
 }
 
 /* ---- the recycler: another thread touching the nodes between rounds ---- */
@@ -210,7 +204,7 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
     case LINE_PREFETCH:
         for (int i = 0; i < ROUND_PUSHES; i++) {
             if (i + PREFETCH_AHEAD < ROUND_PUSHES)
-                prefetch_for_write(&l[i + PREFETCH_AHEAD]);
+                dq_arch_prefetch_for_write(&l[i + PREFETCH_AHEAD]);
             l[i].msg = *m;
             push(&l[i], (void **)&l[i].next);
         }
@@ -220,8 +214,8 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
     case WIDE_PREFETCH:
         for (int i = 0; i < ROUND_PUSHES; i++) {
             if (c == WIDE_PREFETCH && i + PREFETCH_AHEAD < ROUND_PUSHES) {
-                prefetch_for_write(&w[i + PREFETCH_AHEAD]);
-                prefetch_for_write((char *)&w[i + PREFETCH_AHEAD] + 64);
+                dq_arch_prefetch_for_write(&w[i + PREFETCH_AHEAD]);
+                dq_arch_prefetch_for_write((char *)&w[i + PREFETCH_AHEAD] + 64);
             }
             w[i].state = (w[i].state & ~(uint64_t)7) | 1;
             w[i].owner = &top;
@@ -251,24 +245,6 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL)
-        return;
-    char line[256];
-    while (fgets(line, sizeof(line), f)) {
-        char *colon = strchr(line, ':');
-        if (colon && !strncmp(line, "model name", 10)) {
-            snprintf(buf, len, "%s", colon + 2);
-            buf[strcspn(buf, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -314,12 +290,10 @@ int main(int argc, char **argv)
     pthread_join(r.thread, NULL);
 
     char model[128];
-    cpu_model(model, sizeof(model));
-    double load[1] = { 0 };
-    (void)getloadavg(load, 1);
+    bench_cpu_model(model, sizeof(model));
     printf("push_decomp: %s, %ld online cores, load %.2f; %d rounds of %d pushes, "
            "median CPU ns per push\n\n",
-           model, sysconf(_SC_NPROCESSORS_ONLN), load[0], rounds, ROUND_PUSHES);
+           model, sysconf(_SC_NPROCESSORS_ONLN), bench_loadavg(), rounds, ROUND_PUSHES);
     printf("| step | ns/push | vs floor | vs the step it adds to |\n"
            "|---|---:|---:|---|\n");
     double med[NCASES];

@@ -66,6 +66,7 @@
 
 #include "bench/contender.h"
 #include "bench/heap_work.h"
+#include "bench/machine.h"
 #include "bench/stats.h"
 
 #ifndef BENCH_COPTS
@@ -833,42 +834,6 @@ static void print_targets(void)
 
 /* ---- driver --------------------------------------------------------------- */
 
-static void cpu_model(char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL)
-        return;
-    char line[512];
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *v = strchr(line, ':');
-            if (v) {
-                v++;
-                while (*v == ' ' || *v == '\t')
-                    v++;
-                v[strcspn(v, "\n")] = 0;
-                snprintf(buf, n, "%s", v);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-/* The 1-minute load average: how busy the shared machine was. */
-static double loadavg(void)
-{
-    double l = NAN;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = NAN;
-        fclose(f);
-    }
-    return l;
-}
-
 static bool parse_list(const char *s, long *out, int max, int *n)
 {
     *n = 0;
@@ -1018,7 +983,7 @@ int main(int argc, char **argv)
         cols[i] = contenders[i]->name;
 
     char model[256];
-    cpu_model(model, sizeof(model));
+    bench_cpu_model(model, sizeof(model));
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct utsname un;
     uname(&un);
@@ -1035,7 +1000,7 @@ int main(int argc, char **argv)
     printf("# queue_bench\n\n");
     printf("- machine: %s, %ld online cores, %s %s %s\n", model, ncpu, un.sysname,
            un.release, un.machine);
-    double load_start = loadavg();
+    double load_start = bench_loadavg();
     printf("- load average at start: %.2f\n", load_start);
     printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
            optimized, ndebug, BENCH_COPTS);
@@ -1091,7 +1056,7 @@ int main(int argc, char **argv)
     }
 
     printf("- load average at end: %.2f (above %ld the machine was oversubscribed)\n",
-           loadavg(), ncpu);
+           bench_loadavg(), ncpu);
     printf("\n## Queues\n\n");
     stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
     printf("\n## Consumer heap comparators\n\n");

@@ -63,11 +63,7 @@
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/msg.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DQ_STRESS_SANITIZED 1
-#endif
-#endif
+#include "stress/stress_util.h"
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -1113,8 +1109,7 @@ int main(int argc, char **argv)
     uint64_t rng = cfg.seed ^ UINT64_C(0x5DEECE66D);
     int64_t epoch_ns = epoch_length_ns();
     int64_t deadline = run_start + (int64_t)(cfg.duration * 1e9);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(DQ_STRESS_SANITIZED)
+#ifdef DQ_STRESS_SANITIZED
     const long rss_slack_kb = 512 * 1024;   /* sanitizer quarantine, shadow */
 #else
     const long rss_slack_kb = 96 * 1024;

@@ -35,24 +35,12 @@
 
 #include <deliqueue/deliqueue.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = { 0, (long)ms * 1000000 };
-    nanosleep(&ts, NULL);
-}
+#include "stress/stress_util.h"
 
 static _Thread_local bool tl_consumer;
 static _Atomic int armed, stage;
 
-#ifndef SANITIZED
+#ifndef DQ_STRESS_SANITIZED
 extern void *__libc_realloc(void *p, size_t n);
 
 void *realloc(void *p, size_t n)
@@ -99,7 +87,7 @@ static void *consumer_main(void *arg)
     return NULL;
 }
 
-#ifndef SANITIZED
+#ifndef DQ_STRESS_SANITIZED
 static int run(int with_barrier)
 {
     atomic_store(&stage, 0);
@@ -151,7 +139,7 @@ static int run(int with_barrier)
 
 int main(void)
 {
-#ifdef SANITIZED
+#ifdef DQ_STRESS_SANITIZED
     printf("quit_sweep_test: skipped (needs to interpose realloc; plain builds only)\n");
     return 0;
 #else

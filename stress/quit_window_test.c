@@ -46,21 +46,7 @@
 
 #include <deliqueue/deliqueue.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
+#include "stress/stress_util.h"
 
 /* ---- the stall: interposed syscall() -------------------------------------- */
 
@@ -100,7 +86,7 @@ long syscall(long number, ...)
 
 /* ---- write-after-free detector for plain builds ------------------------------ */
 
-#ifndef SANITIZED
+#ifndef DQ_STRESS_SANITIZED
 extern void __libc_free(void *p);
 #define MAX_KEPT 256
 static _Atomic bool keep_frees;

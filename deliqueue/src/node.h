@@ -28,6 +28,7 @@
 
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/heap.h>
+#include <deliqueue_arch/cpu.h>
 
 /* state word: generation << 3 | barrier << 2 | life */
 enum dq_life {
@@ -68,7 +69,7 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
    prefetched, never dereferenced, so a stale one (after dq_pool_unget)
    costs a useless prefetch and nothing else. */
 #define DQ_POOL_AHEAD 7u
-#define DQ_POOL_NO_INDEX UINT32_MAX
+#define DQ_POOL_NO_INDEX UINT32_MAX /* beyond every index: dq_pool_node gives NULL */
 
 typedef struct dq_node dq_node;
 /* Layout: a post writes only the first two cache lines (producer fields
@@ -115,17 +116,11 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
-/* A write-intent prefetch: the line arrives owned, so the post's stores
-   need no second transaction to take it from the looper's cache.  GCC
-   emits PREFETCHW only for -march targets that list it, so x86-64 spells
-   it out (0F 0D /1: every x86-64 CPU decodes it, as a NOP at worst). */
-static inline void dq_prefetch_for_write(const void *p)
+/* Prefetch for write both lines a post fills (the layout above). */
+static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
-#if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
+    dq_arch_prefetch_for_write(n);
+    dq_arch_prefetch_for_write((const char *)n + 64);
 }
 
 /* The calling thread's cached batch: a chain through aux_next that only
@@ -152,12 +147,8 @@ static inline dq_node *dq_pool_get(void)
         return dq_pool_get_slow();
     dq_pool_cache.head = n->aux_next;
     dq_pool_cache.count--;
-    dq_node *ahead = n->pool_ahead;
-    if (ahead != NULL) {
-        /* both lines a post writes (the layout above) */
-        dq_prefetch_for_write(ahead);
-        dq_prefetch_for_write((const char *)ahead + 64);
-    }
+    if (n->pool_ahead != NULL)
+        dq_prefetch_node_for_post(n->pool_ahead);
     return n;
 }
 /* Give back a node the caller got from dq_pool_get and never published. */

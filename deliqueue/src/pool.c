@@ -165,15 +165,12 @@ static int grow(void)
    pool_first names; the rest come through pool_ahead as it is popped. */
 static void prefetch_batch(dq_node *head)
 {
-    dq_prefetch_for_write(head);
-    dq_prefetch_for_write((const char *)head + 64);
+    dq_prefetch_node_for_post(head);
     for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++) {
-        dq_node *m = head->pool_first[j] == DQ_POOL_NO_INDEX
-                         ? NULL : dq_pool_node(head->pool_first[j]);
+        dq_node *m = dq_pool_node(head->pool_first[j]); /* NULL: NO_INDEX */
         if (m == NULL)
             break;
-        dq_prefetch_for_write(m);
-        dq_prefetch_for_write((const char *)m + 64);
+        dq_prefetch_node_for_post(m);
     }
 }
 

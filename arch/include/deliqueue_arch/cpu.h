@@ -45,6 +45,21 @@ static inline void dq_arch_cpu_relax(void)
 #endif
 }
 
+/* A write-intent prefetch of the line holding p: the line arrives owned,
+   so the stores that follow need no second transaction to take it from
+   another core's cache.  A hint only: p need not be dereferenceable.  GCC
+   emits PREFETCHW only for -march targets that list it, so x86-64 spells
+   it out (0F 0D /1: every x86-64 CPU decodes it, as a NOP at worst);
+   arm64 gets PRFM PSTL1KEEP. */
+static inline void dq_arch_prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /* AT_HWCAP of this process (0 where there is no auxiliary vector). */
 uint64_t dq_arch_hwcap(void);
 
