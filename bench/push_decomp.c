@@ -12,8 +12,9 @@
  *                    only `next` is written (contender 6, the floor)
  *   +copy, 1 line    the 56-byte message is copied too: node = next + msg,
  *                    one cache line
- *   +copy, 2 lines   dq_node's producer half: next, state, owner, msg, due
- *                    over two lines of a 192-byte node
+ *   +copy, 2 lines   next, state, owner, msg, due over two lines of a
+ *                    192-byte node (dq_node's producer half until the
+ *                    payload was packed into line 0)
  *   +recycled        the same nodes, but between rounds a consumer thread
  *                    reads every message and writes one word in each line
  *                    (a looper's delivery, generation bump and pool link),
@@ -21,8 +22,8 @@
  *                    the other core, as a queue's recycled nodes are
  *   +prefetch        the same, prefetching node i + 7 for write (what the
  *                    pool does, with the same dq_arch_prefetch_for_write)
- *   1 line recycled  +copy, 1 line, recycled and prefetched: what a node
- *                    whose whole producer half fits one line would cost
+ *   1 line recycled  +copy, 1 line, recycled and prefetched: dq_node's
+ *                    layout now (its producer half is line 0)
  *   dq_post_at       deliqueue itself: 10k far-future background messages;
  *                    between rounds its looper thread removes the round's
  *                    messages and sweeps (as queue_bench's insert rounds)
@@ -68,7 +69,7 @@ typedef struct line_node { /* one line: next + message */
     dq_msg msg;
 } line_node;
 
-typedef struct wide_node { /* dq_node's layout: producer half in lines 0-1 */
+typedef struct wide_node { /* dq_node's old layout: producer half in lines 0-1 */
     _Alignas(64) struct wide_node *next;
     uint64_t state;
     void    *owner;
@@ -161,7 +162,7 @@ static const char *const case_name[NCASES] = {
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
-    FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, WIDE_PREFETCH,
+    FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
 };
 
 static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)

@@ -172,12 +172,25 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
     return -ESHUTDOWN;
 }
 
+/* Where this thread's last push on a queue had to retry its CAS, the top
+   it then installed: the expected value of its next push CAS there.  With
+   producers contending the guess is usually wrong, and then the failing
+   CAS has fetched the line for ownership along with the current top, so
+   the retry usually wins at once; loading top first would fetch the line
+   shared and then again for ownership, two transfers per push (queue_bench,
+   2-producer inserts).  An uncontended push loads top as usual and stores
+   nothing here.  Only a guess: the CAS validates it, and a push is immune
+   to ABA. */
+static _Thread_local struct {
+    const dq_queue *q; /* NULL: no contention seen on the last push */
+    uintptr_t       top;
+} contended_push;
+
 /* Every post.  Inlined into its callers, with every call on a rare path,
    so the common case is straight-line code around the one CAS
    (bench/push_decomp measures it against the floor). */
 static inline __attribute__((always_inline)) int
-post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
-          dq_token *tok)
+post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
 {
     dq_node *n = dq_pool_get();
     if (n == NULL)
@@ -186,21 +199,24 @@ post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
        push CAS (release). */
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state,
                                                      memory_order_relaxed));
-    if (m != NULL)
-        n->msg = *m;
-    else
-        memset(&n->msg, 0, sizeof(n->msg));
-    n->msg.when = when;
+    dq_node_set_msg(n, m);
     n->due = due;
     /* relaxed: read only by dq_cancel after it has matched the generation
-       with an acquire load of state, which this store precedes */
-    atomic_store_explicit(&n->owner, q, memory_order_relaxed);
+       with an acquire load of state, which this store precedes.  Stored
+       only when it changes, so the common post writes no line but line 0;
+       an unchanged owner is the value any canceller of this generation
+       must see anyway. */
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != q)
+        atomic_store_explicit(&n->owner, q, memory_order_relaxed);
     /* release: a canceller that acquires PENDING (via a token) sees the
        payload; the looper and walkers see it through the push below */
     atomic_store_explicit(&n->state, dq_state_make(gen, barrier, DQ_PENDING),
                           memory_order_release);
 
-    uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
+    uintptr_t top = contended_push.q == q
+                        ? contended_push.top
+                        : atomic_load_explicit(&q->top, memory_order_relaxed);
+    bool retried = false;
     for (;;) {
         if (__builtin_expect(top & DQ_TOP_QUIT, 0))
             return post_refused(n, gen, barrier, tok);
@@ -213,6 +229,13 @@ post_node(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
                                  &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
                                  memory_order_relaxed), 1))
             break;
+        retried = true;
+    }
+    if (__builtin_expect(retried, 0)) {
+        contended_push.q = q;
+        contended_push.top = (uintptr_t)n;
+    } else if (contended_push.q != NULL) {
+        contended_push.q = NULL;
     }
     if (tok != NULL)
         *tok = dq_node_token(n, gen);
@@ -229,7 +252,7 @@ int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)
 {
     if (q == NULL || dq_msg_check(m) != 0 || when < 0)
         return -EINVAL;
-    return post_node(q, m, when, when == 0 ? DQ_KEY_FRONT : when, false, tok);
+    return post_node(q, m, when == 0 ? DQ_KEY_FRONT : when, false, tok);
 }
 
 int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok)
@@ -252,7 +275,7 @@ int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
     if (q == NULL)
         return -EINVAL;
     int64_t now = dq_now();
-    return post_node(q, NULL, now, now, true, tok);
+    return post_node(q, NULL, now, true, tok);
 }
 
 /* ---- claiming ----------------------------------------------------------- */
@@ -260,7 +283,8 @@ int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
 void dq_report_discard(dq_queue *q, const dq_node *n)
 {
     if (q->opts.on_discard != NULL) {
-        dq_msg copy = n->msg;
+        dq_msg copy;
+        dq_node_msg(n, &copy);
         q->opts.on_discard(&copy, q->opts.ctx);
     }
 }
@@ -403,7 +427,7 @@ size_t dq_remove(dq_queue *q, const dq_match *match)
     size_t removed = 0;
     for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n)) {
         uint64_t s;
-        if (!pending_message(n, &s) || !dq_match_msg(match, &n->msg))
+        if (!pending_message(n, &s) || !dq_node_matches(match, n))
             continue;
         /* acq_rel as in claim_token */
         if (atomic_compare_exchange_strong_explicit(
@@ -428,7 +452,7 @@ bool dq_has(dq_queue *q, const dq_match *match)
     bool found = false;
     for (dq_node *n = walk_first(q); n != NULL && !found; n = walk_next(n)) {
         uint64_t s;
-        found = pending_message(n, &s) && dq_match_msg(match, &n->msg);
+        found = pending_message(n, &s) && dq_node_matches(match, n);
     }
     walk_end(core, e);
     dq_users_leave(q);

@@ -330,7 +330,7 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
     looper_unlink(q, core, n);
     if (!won)
         return false; /* the remover's entry in the removal list retires it */
-    *out = n->msg;
+    dq_node_msg(n, out);
     looper_retire(core, n);
     return true;
 }

@@ -3,7 +3,8 @@
  * Message nodes and the process-wide type-stable node pool.
  *
  *   who          fields
- *   producer     everything, while the node is FREE and its own (pool to push)
+ *   producer     line 0 (next, state, due, msg), and owner when it changes,
+ *                while the node is FREE and its own (pool to push)
  *   any          next (acquire), state (CAS), owner (relaxed) at any time;
  *                the payload (msg, due) while it can prove the node is in
  *                the generation it expects (see DESIGN.md, "Reclamation")
@@ -24,10 +25,13 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/heap.h>
+#include <deliqueue/msg.h>
 #include <deliqueue_arch/cpu.h>
 
 /* state word: generation << 3 | barrier << 2 | life */
@@ -72,17 +76,32 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_POOL_NO_INDEX UINT32_MAX /* beyond every index: dq_pool_node gives NULL */
 
 typedef struct dq_node dq_node;
-/* Layout: a post writes only the first two cache lines (producer fields
-   and the pool links it pops through); the looper's bookkeeping lives in
-   the third, so producers and the looper do not write the same lines. */
+
+/* The message as a node stores it: dq_msg's first 40 bytes, with flags in
+   dq_msg's padding hole after arg2 and without `when`, which the node's due
+   key implies (dq_node_msg).  That makes the whole producer half one line. */
+typedef struct dq_payload {
+    const void *target;
+    int32_t     what, arg1, arg2;
+    uint32_t    flags;
+    void       *obj;
+    void      (*callback)(dq_msg *m);
+} dq_payload;
+
+/* Layout: a post writes one cache line (line 0: link, state, due key and
+   payload); line 1 holds what the producer only reads on the common path
+   (the owner, written only when it changes, and the pool links it pops
+   through); the looper's bookkeeping lives in line 2.  So a post moves
+   one line to the producer for writing, and a delivery reads one line the
+   producer wrote (bench/push_decomp measures the difference). */
 struct dq_node {
-    /* -- line 0-1: written by the producer, read by everyone -- */
+    /* -- line 0: written by the producer, read by everyone -- */
     alignas(64) _Atomic(dq_node *) next; /* stack link toward older nodes */
     _Atomic uint64_t    state;
-    _Atomic(void *)     owner;  /* the dq_queue it was posted to */
-    dq_msg              msg;    /* payload; msg.when is the caller's when */
     int64_t             due;    /* heap key: when, or DQ_KEY_FRONT */
-    /* -- removal list / pool links -- */
+    dq_payload          msg;
+    /* -- line 1: owner; removal list and pool links -- */
+    alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
     dq_node            *aux_next;
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            batch_count; /* pool: nodes in the batch it heads */
@@ -98,6 +117,50 @@ struct dq_node {
     /* pool: in a batch's head only (the line's padding: no looper field) */
     uint32_t            pool_first[DQ_POOL_AHEAD - 1];
 };
+
+_Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
+_Static_assert(offsetof(dq_node, prev) == 128, "the looper's line");
+_Static_assert(sizeof(dq_node) == 192, "three lines");
+/* dq_node_set_msg/dq_node_msg copy dq_msg's head as one block */
+_Static_assert(offsetof(dq_payload, obj) == offsetof(dq_msg, obj) &&
+               offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&
+               offsetof(dq_payload, arg2) == offsetof(dq_msg, arg2) &&
+               offsetof(dq_payload, flags) + sizeof(uint32_t) <= offsetof(dq_msg, obj) &&
+               sizeof(dq_payload) == offsetof(dq_msg, when),
+               "dq_payload mirrors dq_msg up to when");
+
+/* Store *m (NULL: a barrier's empty payload) into a node the caller owns. */
+static inline void dq_node_set_msg(dq_node *n, const dq_msg *m)
+{
+    if (m == NULL) {
+        memset(&n->msg, 0, sizeof(n->msg));
+        return;
+    }
+    /* one block copy, which fills flags' slot with dq_msg's padding; the
+       flags store then overwrites it */
+    memcpy(&n->msg, m, sizeof(n->msg));
+    n->msg.flags = m->flags;
+}
+
+/* The message as posted: when is the due key, or 0 for a front post. */
+static inline void dq_node_msg(const dq_node *n, dq_msg *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->target = n->msg.target;
+    out->what = n->msg.what;
+    out->arg1 = n->msg.arg1;
+    out->arg2 = n->msg.arg2;
+    out->obj = n->msg.obj;
+    out->callback = n->msg.callback;
+    out->flags = n->msg.flags;
+    out->when = n->due == DQ_KEY_FRONT ? 0 : n->due;
+}
+
+static inline bool dq_node_matches(const dq_match *match, const dq_node *n)
+{
+    return dq_match_fields(match, n->msg.target, n->msg.what, n->msg.obj,
+                           n->msg.callback);
+}
 
 static inline dq_node *dq_node_of_heap(dq_heap_elem *e)
 {
@@ -116,11 +179,12 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
-/* Prefetch for write both lines a post fills (the layout above). */
+/* Prefetch the lines a post touches (the layout above): line 0 for
+   write, line 1 (owner, pool links) for read. */
 static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
     dq_arch_prefetch_for_write(n);
-    dq_arch_prefetch_for_write((const char *)n + 64);
+    __builtin_prefetch(&n->owner, 0);
 }
 
 /* The calling thread's cached batch: a chain through aux_next that only

@@ -151,21 +151,79 @@ Test(api, delays)
     cr_assert_eq(out.when, INT64_MAX);
 }
 
+static void payload_callback(dq_msg *m) { (void)m; }
+
+/* Every field a caller can set, as the node stores it (line 0 packs the
+   payload; dq_node_msg unpacks it). */
+static void expect_payload(const dq_msg *out, const dq_msg *want, int64_t when)
+{
+    cr_assert_eq(out->target, want->target);
+    cr_assert_eq(out->what, want->what);
+    cr_assert_eq(out->arg1, want->arg1);
+    cr_assert_eq(out->arg2, want->arg2);
+    cr_assert_eq(out->obj, want->obj);
+    cr_assert_eq(out->callback, want->callback);
+    cr_assert_eq(out->flags, want->flags);
+    cr_assert_eq(out->when, when);
+}
+
 Test(api, payload_is_copied)
 {
     int obj;
     dq_msg m = { .target = &target_b, .what = 7, .arg1 = -3, .arg2 = 9,
-                 .obj = &obj, .flags = DQ_ASYNC };
-    cr_assert_eq(dq_post(q, &m, NULL), 0);
+                 .obj = &obj, .callback = payload_callback, .flags = DQ_ASYNC,
+                 .when = 12345 /* ignored: dq_post_at's when is the one */ };
+    dq_msg want = m;
+    int64_t now = dq_now();
+    cr_assert_eq(dq_post_at(q, &m, now, NULL), 0);
+    cr_assert_eq(dq_post_at_front(q, &m, NULL), 0);
     m.what = 99; /* the caller's struct is not the queued one */
     dq_msg out;
     cr_assert_eq(dq_try_next(q, &out), 0);
-    cr_assert_eq(out.target, &target_b);
-    cr_assert_eq(out.what, 7);
-    cr_assert_eq(out.arg1, -3);
-    cr_assert_eq(out.arg2, 9);
-    cr_assert_eq(out.obj, &obj);
-    cr_assert_eq(out.flags, DQ_ASYNC);
+    expect_payload(&out, &want, 0); /* the front post */
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    expect_payload(&out, &want, now);
+}
+
+static dq_msg discarded;
+static void keep_discard(const dq_msg *m, void *ctx) { (void)ctx; discarded = *m; }
+
+Test(api, discarded_payload_is_the_posted_one)
+{
+    dq_options o = { .on_discard = keep_discard };
+    dq_queue *d = dq_create(&o);
+    int obj;
+    dq_msg m = { .target = &target_a, .what = -1, .arg1 = INT32_MIN,
+                 .arg2 = INT32_MAX, .obj = &obj, .callback = payload_callback };
+    dq_token t;
+    cr_assert_eq(dq_post_at(d, &m, 777, &t), 0);
+    cr_assert_eq(dq_cancel(d, t), 0);
+    expect_payload(&discarded, &m, 777);
+    dq_unref(d);
+}
+
+/* Nodes circulate between queues through the pool, and a node's owner is
+   stored only when it changes: a token must name the queue of its own
+   post however the node was used before. */
+Test(api, recycled_node_tokens_belong_to_their_new_queue)
+{
+    enum { ROUNDS = 20, PER_ROUND = 300 };
+    dq_queue *other = dq_create(NULL);
+    dq_msg m = msg_what(&target_a, 1), out;
+    static dq_token t[PER_ROUND];
+    for (int round = 0; round < ROUNDS; round++) {
+        dq_queue *from = round & 1 ? q : other, *to = round & 1 ? other : q;
+        for (int i = 0; i < PER_ROUND; i++)
+            cr_assert_eq(dq_post(to, &m, &t[i]), 0);
+        for (int i = 0; i < PER_ROUND; i++)
+            cr_assert_eq(dq_cancel(from, t[i]), -ENOENT, "round %d", round);
+        for (int i = 0; i < PER_ROUND; i += 2)
+            cr_assert_eq(dq_cancel(to, t[i]), 0, "round %d", round);
+        for (int i = 1; i < PER_ROUND; i += 2)
+            cr_assert_eq(dq_try_next(to, &out), 0, "round %d", round);
+        cr_assert_eq(dq_try_next(to, &out), -EAGAIN); /* retires the rest */
+    }
+    dq_unref(other);
 }
 
 static void *other_consumer(void *arg)
