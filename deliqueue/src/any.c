@@ -142,15 +142,16 @@ void dq_wake_consumer(dq_queue *q)
 
 /* Wake the consumer, which we saw asleep in word s, if it sleeps past
    this message's due time (or the message is async and the sleeper is held
-   by a barrier).  Out of line: a post to a busy looper never comes here. */
-static __attribute__((noinline)) void wake_for_post(dq_queue *q, int64_t s,
-                                                    int64_t due, bool async)
+   by a barrier).  Out of line: a post to a busy looper never comes here.
+   Returns the post's result (0), so the post ends in a tail call. */
+static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
+                                                   int64_t due, bool async)
 {
     bool held = (s & DQ_HELD) != 0;
     int64_t deadline = s & ~DQ_HELD;
-    if ((held && !async) || due >= deadline)
-        return;
-    wake_sleeper(q, s);
+    if (!(held && !async) && due < deadline)
+        wake_sleeper(q, s);
+    return 0;
 }
 
 /* The push met the quit tag: the node was not accepted; take it back.
@@ -186,15 +187,15 @@ static _Thread_local struct {
     uintptr_t       top;
 } contended_push;
 
-/* Every post.  Inlined into its callers, with every call on a rare path,
-   so the common case is straight-line code around the one CAS
-   (bench/push_decomp measures it against the floor). */
+/* Every post, once it has node n.  Inlined into its callers; every rare
+   path leaves by a tail call, so the common case is straight-line code
+   around the one CAS that needs no stack frame and stores nothing but the
+   node's line 0, the cache head and the top (bench/push_decomp measures
+   it against the floor). */
 static inline __attribute__((always_inline)) int
-post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
+post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+               bool barrier, dq_token *tok)
 {
-    dq_node *n = dq_pool_get();
-    if (n == NULL)
-        return -ENOMEM;
     /* The node is ours until the push: plain writes, published by the
        push CAS (release). */
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state,
@@ -244,8 +245,28 @@ post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok
        (both seq_cst), so either it sees our node or we see it asleep. */
     int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
     if (__builtin_expect(s != DQ_AWAKE, 0))
-        wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
+        return wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
     return 0;
+}
+
+/* The pool cache ran dry: refill it, then post (a tail call from post_node). */
+static __attribute__((noinline)) int
+post_node_refill(dq_queue *q, const dq_msg *m, int64_t due, bool barrier,
+                 dq_token *tok)
+{
+    dq_node *n = dq_pool_get_slow();
+    if (n == NULL)
+        return -ENOMEM;
+    return post_node_with(n, q, m, due, barrier, tok);
+}
+
+static inline __attribute__((always_inline)) int
+post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
+{
+    dq_node *n = dq_pool_get_cached();
+    if (__builtin_expect(n == NULL, 0))
+        return post_node_refill(q, m, due, barrier, tok);
+    return post_node_with(n, q, m, due, barrier, tok);
 }
 
 int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)

@@ -11,7 +11,7 @@
  *   looper       prev, heap, seq, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         aux_next, batch_next, batch_count, pool_ahead, pool_first
+ *   pool         aux_next, batch_next, pool_ahead, pool_first
  *                while FREE in the pool
  *
  * Node memory is never returned to the system: a node is recycled only
@@ -104,7 +104,6 @@ struct dq_node {
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
     dq_node            *aux_next;
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
-    uint32_t            batch_count; /* pool: nodes in the batch it heads */
     uint32_t            index;       /* pool index, immutable */
     dq_node            *pool_ahead;  /* pool: hint, see dq_pool_batch */
     /* -- line 2: looper only (reset by the looper when it retires) -- */
@@ -188,33 +187,31 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
 }
 
 /* The calling thread's cached batch: a chain through aux_next that only
-   this thread touches (given back to the pool when the thread exits). */
+   this thread touches (given back to the pool when the thread exits).  It
+   keeps no count, so a post stores nothing here but the new head. */
 struct dq_pool_cache {
     dq_node *head;
-    uint32_t count;
     bool     registered;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
 
-/* Refill the cache from the shared pool (or grow it), then pop. */
-dq_node *dq_pool_get_slow(void);
-
-/* A node in state (gen, FREE) for the calling thread, or NULL (ENOMEM).
-   Takes from the per-thread cache (inline: this is every post's first
-   step) and refills it a batch at a time, so the steady state costs no
-   shared write. */
-static inline dq_node *dq_pool_get(void)
+/* A node in state (gen, FREE) for the calling thread from its cached
+   batch, or NULL when the batch is used up (then dq_pool_get_slow).
+   Inline: this is every post's first step. */
+static inline dq_node *dq_pool_get_cached(void)
 {
     dq_node *n = dq_pool_cache.head;
     if (__builtin_expect(n == NULL, 0))
-        return dq_pool_get_slow();
+        return NULL;
     dq_pool_cache.head = n->aux_next;
-    dq_pool_cache.count--;
     if (n->pool_ahead != NULL)
         dq_prefetch_node_for_post(n->pool_ahead);
     return n;
 }
+/* Refill the cache from the shared pool (or grow it), then take a node;
+   NULL: out of memory (ENOMEM). */
+dq_node *dq_pool_get_slow(void);
 /* Give back a node the caller got from dq_pool_get and never published. */
 void dq_pool_unget(dq_node *n);
 /* The node with this index, or NULL if no such node was ever made. */

@@ -49,15 +49,14 @@ dq_node *dq_pool_node(uint32_t index)
     return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
 }
 
-static void batch_push(dq_node *head, uint32_t count)
+static void batch_push(dq_node *head)
 {
-    head->batch_count = count;
     uint64_t top = atomic_load_explicit(&batch_top, memory_order_relaxed);
     for (;;) {
         atomic_store_explicit(&head->batch_next, (uint32_t)top,
                               memory_order_relaxed);
         uint64_t next = ((top >> 32) + 1) << 32 | (head->index + 1);
-        /* release: publishes the batch's chain (aux_next) and count to the
+        /* release: publishes the batch's chain (aux_next) to the
            popper's acquire; relaxed on failure, we only retry */
         if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
                                                   memory_order_release,
@@ -66,10 +65,10 @@ static void batch_push(dq_node *head, uint32_t count)
     }
 }
 
-static dq_node *batch_pop(uint32_t *count)
+static dq_node *batch_pop(void)
 {
     /* acquire: pairs with batch_push's release so batch_next, aux_next and
-       batch_count of the batch we read are the pusher's */
+       the chain of the batch we read are the pusher's */
     uint64_t top = atomic_load_explicit(&batch_top, memory_order_acquire);
     for (;;) {
         uint32_t slot = (uint32_t)top;
@@ -85,10 +84,8 @@ static dq_node *batch_pop(uint32_t *count)
         uint64_t next = ((top >> 32) + 1) << 32 | below;
         if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
                                                   memory_order_acquire,
-                                                  memory_order_acquire)) {
-            *count = head->batch_count;
+                                                  memory_order_acquire))
             return head;
-        }
     }
 }
 
@@ -96,9 +93,8 @@ static void cache_release(void *unused)
 {
     (void)unused;
     if (dq_pool_cache.head != NULL)
-        batch_push(dq_pool_cache.head, dq_pool_cache.count);
+        batch_push(dq_pool_cache.head);
     dq_pool_cache.head = NULL;
-    dq_pool_cache.count = 0;
 }
 
 static void cache_key_create(void)
@@ -153,9 +149,8 @@ static int grow(void)
             chunk[b].pool_first[j] = base + b + 1 + j;
         if (b == 0) {
             dq_pool_cache.head = &chunk[0];
-            dq_pool_cache.count = DQ_POOL_BATCH;
         } else {
-            batch_push(&chunk[b], DQ_POOL_BATCH);
+            batch_push(&chunk[b]);
         }
     }
     return 0;
@@ -178,23 +173,20 @@ dq_node *dq_pool_get_slow(void)
 {
     if (!dq_pool_cache.registered)
         cache_register();
-    uint32_t count;
-    dq_node *head = batch_pop(&count);
+    dq_node *head = batch_pop();
     if (head != NULL) {
         prefetch_batch(head);
         dq_pool_cache.head = head;
-        dq_pool_cache.count = count;
     } else if (grow() != 0) {
         return NULL;
     }
-    return dq_pool_get();
+    return dq_pool_get_cached();
 }
 
 void dq_pool_unget(dq_node *n)
 {
     n->aux_next = dq_pool_cache.head;
     dq_pool_cache.head = n;
-    dq_pool_cache.count++;
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
@@ -223,6 +215,6 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 void dq_pool_batch_flush(dq_pool_batch *b)
 {
     if (b->head != NULL)
-        batch_push(b->head, b->count);
+        batch_push(b->head);
     dq_pool_batch_init(b);
 }
