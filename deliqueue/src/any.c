@@ -189,9 +189,9 @@ static _Thread_local struct {
 
 /* Every post, once it has node n.  Inlined into its callers; every rare
    path leaves by a tail call, so the common case is straight-line code
-   around the one CAS that needs no stack frame and stores nothing but the
-   node's line 0, the cache head and the top (bench/push_decomp measures
-   it against the floor). */
+   around the one CAS with no value kept across a call, and it stores
+   nothing but the node's line 0, the cache head and the top
+   (bench/push_decomp measures it against the floor). */
 static inline __attribute__((always_inline)) int
 post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
                bool barrier, dq_token *tok)
