@@ -80,7 +80,7 @@ typedef struct wide_node { /* dq_node's old layout: producer half in lines 0-1 *
 } wide_node;
 
 _Static_assert(sizeof(line_node) == 64, "one line");
-_Static_assert(sizeof(wide_node) == 192, "dq_node's size");
+_Static_assert(sizeof(wide_node) == 192, "the old dq_node's size");
 
 static _Alignas(64) _Atomic(void *) top;
 

@@ -156,7 +156,6 @@ static void looper_sweep_node(dq_core *core, dq_node *n)
     if (dq_state_life(s) != DQ_PENDING)
         return;
     int64_t seq = n->due == DQ_KEY_FRONT ? core->next_front_seq-- : core->next_seq++;
-    n->seq = seq;
     dq_key key = { n->due, seq };
     /* cannot fail: capacity was reserved by looper_sweep */
     (void)dq_heap_push(heap_of(core, n), &n->heap, key);

@@ -8,11 +8,12 @@
  *   any          next (acquire), state (CAS), owner (relaxed) at any time;
  *                the payload (msg, due) while it can prove the node is in
  *                the generation it expects (see DESIGN.md, "Reclamation")
- *   looper       prev, heap, seq, looper_flags, limbo_next, retire_epoch
+ *   looper       prev, heap, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         aux_next, batch_next, pool_ahead, pool_first
- *                while FREE in the pool
+ *   pool         aux_next, batch_next, pool_ahead, pool_first (over the
+ *                looper's dead prev/retire_epoch/limbo_next) while FREE
+ *                in the pool
  *
  * Node memory is never returned to the system: a node is recycled only
  * through the pool, so any pointer to a node always points at a node (type
@@ -88,38 +89,47 @@ typedef struct dq_payload {
     void      (*callback)(dq_msg *m);
 } dq_payload;
 
-/* Layout: a post writes one cache line (line 0: link, state, due key and
-   payload); line 1 holds what the producer only reads on the common path
-   (the owner, written only when it changes, and the pool links it pops
-   through); the looper's bookkeeping lives in line 2.  So a post moves
-   one line to the producer for writing, and a delivery reads one line the
-   producer wrote (bench/push_decomp measures the difference). */
+/* Layout, two cache lines: a post writes line 0 (link, state, due key
+   and payload); line 1 holds what the producer only reads on the common
+   path (the owner, written only when it changes, and the pool links it
+   pops through) and the looper's bookkeeping.  So a post moves one line
+   to the producer for writing, a delivery reads one line the producer
+   wrote, and a message costs the consumer two lines of cache, as a
+   malloc'd handoff node of 80-96 bytes does (bench/push_decomp measures
+   the post against the floor). */
 struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
     alignas(64) _Atomic(dq_node *) next; /* stack link toward older nodes */
     _Atomic uint64_t    state;
     int64_t             due;    /* heap key: when, or DQ_KEY_FRONT */
     dq_payload          msg;
-    /* -- line 1: owner; removal list and pool links -- */
+    /* -- line 1: owner; removal list and pool links; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
     dq_node            *aux_next;
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            index;       /* pool index, immutable */
     dq_node            *pool_ahead;  /* pool: hint, see dq_pool_batch */
-    /* -- line 2: looper only (reset by the looper when it retires) -- */
-    alignas(64) dq_node *prev;  /* back-link toward newer nodes */
+    /* looper only; reset by the looper when it retires the node */
     dq_heap_elem        heap;
     uint32_t            looper_flags;
-    int64_t             seq;
-    uint64_t            retire_epoch;
-    dq_node            *limbo_next;
-    /* pool: in a batch's head only (the line's padding: no looper field) */
-    uint32_t            pool_first[DQ_POOL_AHEAD - 1];
+    union {
+        struct {               /* looper: while posted, then in limbo */
+            dq_node *prev;     /* back-link toward newer nodes (swept) */
+            uint64_t retire_epoch;
+            dq_node *limbo_next;
+        };
+        /* pool: in a batch's head only, while the batch is in the pool,
+           when none of the looper's fields above is live (every post is
+           swept, which writes prev, before the looper reads it) */
+        uint32_t pool_first[DQ_POOL_AHEAD - 1];
+    };
 };
 
 _Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
-_Static_assert(offsetof(dq_node, prev) == 128, "the looper's line");
-_Static_assert(sizeof(dq_node) == 192, "three lines");
+_Static_assert(sizeof(dq_node) == 128, "two lines");
+_Static_assert(sizeof(((dq_node *)0)->pool_first) <=
+               offsetof(dq_node, limbo_next) + sizeof(dq_node *) - offsetof(dq_node, prev),
+               "the hints fit over the looper's dead fields");
 /* dq_node_set_msg/dq_node_msg copy dq_msg's head as one block */
 _Static_assert(offsetof(dq_payload, obj) == offsetof(dq_msg, obj) &&
                offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&

@@ -75,8 +75,6 @@ static dq_node *batch_pop(void)
         if (slot == 0)
             return NULL;
         dq_node *head = dq_pool_node(slot - 1);
-        /* its pool_first line, fetched alongside batch_next's */
-        __builtin_prefetch(&head->pool_first);
         /* may be stale if another thread popped the batch meanwhile: the
            tag in top then differs and the CAS below fails */
         uint32_t below = atomic_load_explicit(&head->batch_next,
