@@ -461,7 +461,6 @@ static bool looper_run_idle(dq_queue *q)
 
 /* ---- sleeping ----------------------------------------------------------- */
 
-
 /* Whether there is anything for the looper to look at: a push above the
    boundary, the quit tag, or a removal.  Acquire: what we then read of a
    new node or removal is its pusher's (the collect re-reads them anyway). */

@@ -222,7 +222,8 @@ static inline dq_node *dq_pool_get_cached(void)
 /* Refill the cache from the shared pool (or grow it), then take a node;
    NULL: out of memory (ENOMEM). */
 dq_node *dq_pool_get_slow(void);
-/* Give back a node the caller got from dq_pool_get and never published. */
+/* Give back a node the caller got from dq_pool_get_cached or
+   dq_pool_get_slow and never published. */
 void dq_pool_unget(dq_node *n);
 /* The node with this index, or NULL if no such node was ever made. */
 dq_node *dq_pool_node(uint32_t index);
