@@ -190,6 +190,29 @@ static int looper_sweep(dq_queue *q, dq_core *core)
     return 0;
 }
 
+/* The sweep had no heap room to give n, the topmost swept node, its
+   back-link: find its newer neighbour among the unswept posts above it
+   and unlink n below them.  The boundary moves down to n's successor, the
+   topmost swept node now; the posts above stay unswept for the next
+   sweep.  No allocation, so an unlink always happens, and no node is
+   retired while still linked. */
+static void looper_unlink_below_new(dq_queue *q, dq_core *core, dq_node *n,
+                                    dq_node *next)
+{
+    /* acquire: the unswept posts' links were written before their pushes;
+       no one but the looper writes them after that */
+    dq_node *m = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
+    for (dq_node *below; (below = atomic_load_explicit(&m->next, memory_order_relaxed)) != n;)
+        m = below;
+    /* release: a walker that reads the new link sees the node it points
+       to as the looper saw it */
+    atomic_store_explicit(&m->next, next, memory_order_release);
+    core->boundary = next;
+    if (next != NULL)
+        next->prev = NULL;
+    n->looper_flags |= DQ_LOOPER_UNLINKED;
+}
+
 /* Take a swept node out of the stack in O(1).  Its own next link is left
    as it is, so a walker standing on it goes on into the live stack. */
 static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
@@ -202,7 +225,16 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
         uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
         for (;;) {
             if (dq_top_node(top) != n) {
-                (void)looper_sweep(q, core);
+#ifndef DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM
+                if (looper_sweep(q, core) != 0) {
+                    looper_unlink_below_new(q, core, n, next);
+                    return;
+                }
+#else
+                (void)looper_sweep(q, core); /* mutant: may leave n linked */
+                if (n->prev == NULL)
+                    return;
+#endif
                 break;
             }
             /* acq_rel: on success walkers that acquire the new top see
@@ -216,11 +248,6 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
                 n->looper_flags |= DQ_LOOPER_UNLINKED;
                 return;
             }
-        }
-        if (n->prev == NULL) {
-            /* the sweep could not reserve heap space; the node stays
-               linked (a tombstone walkers skip) until the next step */
-            return;
         }
     }
     /* release: a walker that reads the new link sees the node it points
