@@ -552,32 +552,40 @@ static void *canceller_main(void *arg)
     return NULL;
 }
 
+/* One dq_has or dq_remove by random criteria, checked; on a remover
+   thread, or on the consumer's own (which scans its heaps instead of
+   walking the stack). */
+static void remove_step(worker *w, dq_queue *q)
+{
+    dq_match mt = {
+        .target = &targets[rng_below(&w->rng, 4)],
+        .fields = rng_below(&w->rng, 8),
+        .what = (int32_t)rng_below(&w->rng, 4),
+        .obj = &match_objs[rng_below(&w->rng, 4)],
+        .callback = callbacks[rng_below(&w->rng, 3)],
+    };
+    if (rng_below(&w->rng, 4) == 0) {
+        (void)dq_has(q, &mt);
+        count_ops(1);
+        return;
+    }
+    tl_match = &mt;
+    tl_discards = 0;
+    tl_user_call = true;
+    size_t n = dq_remove(q, &mt);
+    tl_user_call = false;
+    tl_match = NULL;
+    count_ops(1);
+    if (n != tl_discards)
+        violation("dq_remove returned %zu but reported %u discards", n, tl_discards);
+}
+
 static void *remover_main(void *arg)
 {
     worker *w = arg;
     dq_queue *q = w->q;
     while (!atomic_load_explicit(&ep.stop_users, memory_order_relaxed)) {
-        dq_match mt = {
-            .target = &targets[rng_below(&w->rng, 4)],
-            .fields = rng_below(&w->rng, 8),
-            .what = (int32_t)rng_below(&w->rng, 4),
-            .obj = &match_objs[rng_below(&w->rng, 4)],
-            .callback = callbacks[rng_below(&w->rng, 3)],
-        };
-        if (rng_below(&w->rng, 4) == 0) {
-            (void)dq_has(q, &mt);
-            count_ops(1);
-            continue;
-        }
-        tl_match = &mt;
-        tl_discards = 0;
-        tl_user_call = true;
-        size_t n = dq_remove(q, &mt);
-        tl_user_call = false;
-        tl_match = NULL;
-        count_ops(1);
-        if (n != tl_discards)
-            violation("dq_remove returned %zu but reported %u discards", n, tl_discards);
+        remove_step(w, q);
         if (rng_below(&w->rng, 8) == 0)
             sleep_ns(50000);
     }
@@ -706,6 +714,10 @@ static void *consumer_main(void *arg)
     }
     for (;;) {
         dq_msg out;
+        if (cfg.removers > 0 &&
+            !atomic_load_explicit(&ep.stop_users, memory_order_relaxed) &&
+            rng_below(&w->rng, 16) == 0)
+            remove_step(w, q);
         uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
         int err;
         if (ep.mode == END_UNREF)

@@ -310,18 +310,24 @@ void dq_report_discard(dq_queue *q, const dq_node *n)
     }
 }
 
-/* Hand a node we claimed (REMOVED) to the looper for unlinking. */
-static void push_removal(dq_core *core, dq_node *n)
+/* Hand nodes we claimed (REMOVED), chained first .. last through
+   aux_next, to the looper for unlinking. */
+static void push_removals(dq_core *core, dq_node *first, dq_node *last)
 {
     dq_node *head = atomic_load_explicit(&core->removals, memory_order_relaxed);
     do {
-        n->aux_next = head;
+        last->aux_next = head;
         /* release would do to publish aux_next and our claim to the
            looper's acquire exchange; seq_cst because a barrier removal then
            reads the sleep word (Dekker with the consumer's pre-sleep
            re-check of this list).  Failure relaxed: we retry. */
     } while (!atomic_compare_exchange_weak_explicit(
-        &core->removals, &head, n, memory_order_seq_cst, memory_order_relaxed));
+        &core->removals, &head, first, memory_order_seq_cst, memory_order_relaxed));
+}
+
+static void push_removal(dq_core *core, dq_node *n)
+{
+    push_removals(core, n, n);
 }
 
 /* The node for a token if it is q's, and its expected state. */
@@ -439,45 +445,113 @@ static bool pending_message(dq_node *n, uint64_t *state)
     return dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s);
 }
 
-size_t dq_remove(dq_queue *q, const dq_match *match)
+/* What a matching walk does with each pending message it meets. */
+typedef struct match_walk {
+    dq_queue       *q;
+    const dq_match *match;
+    bool            remove;      /* else stop at the first match (dq_has) */
+    size_t          found;
+    dq_node        *first, *last; /* claimed, chained through aux_next */
+} match_walk;
+
+/* A pending message that matches: what every node of the walk is asked
+   (inline: it runs once per pending message). */
+static inline bool match_walk_hit(const dq_match *match, dq_node *n, uint64_t *s)
+{
+    return pending_message(n, s) && dq_node_matches(match, n);
+}
+
+/* A hit: claim it (dq_remove) or stop (dq_has).  Returns whether the walk
+   is over. */
+static bool match_walk_take(match_walk *w, dq_node *n, uint64_t s)
+{
+    if (!w->remove) {
+        w->found = 1;
+        return true;
+    }
+    /* acq_rel as in claim_token */
+    if (atomic_compare_exchange_strong_explicit(
+            &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
+            memory_order_acq_rel, memory_order_relaxed)) {
+        dq_report_discard(w->q, n);
+        /* the node is ours now: chain it for one push at the end */
+        n->aux_next = w->first;
+        w->first = n;
+        if (w->last == NULL)
+            w->last = n;
+        w->found++;
+    }
+    return false;
+}
+
+/* On the consumer's own thread between looper steps, the pending messages
+   are the unswept posts (the top down to the boundary) and the members of
+   the heaps, and nothing can be retired under the walk: so no grace
+   period, and the heaps' slot arrays, read in order with the nodes
+   prefetched ahead, replace the serial chase through the whole stack
+   (bench/queue_bench, remove at depth). */
+#define MATCH_PREFETCH_AHEAD 16u
+
+static void match_walk_on_looper(match_walk *w, dq_core *core)
+{
+    /* a private copy: no store of the walk can alias it, so its fields
+       stay in registers across the loops */
+    const dq_match match = *w->match;
+    uint64_t s;
+#ifndef DQ_MUTANT_LOOPER_WALK_SKIPS_UNSWEPT
+    for (dq_node *n = walk_first(w->q); n != core->boundary; n = walk_next(n))
+        if (match_walk_hit(&match, n, &s) && match_walk_take(w, n, s))
+            return;
+#endif
+    dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
+    for (int h = 0; h < 2; h++) {
+        const dq_heap_slot *slot = heaps[h]->slots;
+        uint32_t count = heaps[h]->count;
+        for (uint32_t i = 0; i < count; i++) {
+            if (i + MATCH_PREFETCH_AHEAD < count)
+                __builtin_prefetch(dq_node_of_heap(slot[i + MATCH_PREFETCH_AHEAD].elem));
+            /* A heap member's payload is the one its sweep acquired and
+               stays so until this thread retires it, so match first and
+               read the state only for a hit (a barrier, with no target,
+               never matches). */
+            dq_node *n = dq_node_of_heap(slot[i].elem);
+            if (dq_node_matches(&match, n) && pending_message(n, &s) &&
+                match_walk_take(w, n, s))
+                return;
+        }
+    }
+}
+
+static size_t match_walk_run(dq_queue *q, const dq_match *match, bool remove)
 {
     if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
         return 0;
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
-    uint64_t e = walk_begin(core);
-    size_t removed = 0;
-    for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n)) {
+    match_walk w = { .q = q, .match = match, .remove = remove };
+    if (dq_looper_is_self(q)) {
+        match_walk_on_looper(&w, core);
+    } else {
+        uint64_t e = walk_begin(core);
         uint64_t s;
-        if (!pending_message(n, &s) || !dq_node_matches(match, n))
-            continue;
-        /* acq_rel as in claim_token */
-        if (atomic_compare_exchange_strong_explicit(
-                &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
-                memory_order_acq_rel, memory_order_relaxed)) {
-            dq_report_discard(q, n);
-            push_removal(core, n);
-            removed++;
-        }
+        for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n))
+            if (match_walk_hit(match, n, &s) && match_walk_take(&w, n, s))
+                break;
+        walk_end(core, e);
     }
-    walk_end(core, e);
+    if (w.first != NULL)
+        push_removals(core, w.first, w.last);
     dq_users_leave(q);
-    return removed;
+    return w.found;
+}
+
+size_t dq_remove(dq_queue *q, const dq_match *match)
+{
+    return match_walk_run(q, match, true);
 }
 
 bool dq_has(dq_queue *q, const dq_match *match)
 {
-    if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
-        return false;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
-    uint64_t e = walk_begin(core);
-    bool found = false;
-    for (dq_node *n = walk_first(q); n != NULL && !found; n = walk_next(n)) {
-        uint64_t s;
-        found = pending_message(n, &s) && dq_node_matches(match, n);
-    }
-    walk_end(core, e);
-    dq_users_leave(q);
-    return found;
+    return match_walk_run(q, match, false) != 0;
 }
 
 size_t dq_pending(dq_queue *q)

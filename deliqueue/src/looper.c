@@ -35,6 +35,16 @@ static uintptr_t self_id(void)
     return (uintptr_t)&me;
 }
 
+bool dq_looper_is_self(dq_queue *q)
+{
+#ifdef DQ_MUTANT_LOOPER_WALK_ANY_THREAD
+    return q != NULL; /* mutant: every thread scans the looper's heaps */
+#endif
+    /* relaxed: compared with our own id only, which no other thread
+       stores; a stale value is never our id unless we stored it */
+    return atomic_load_explicit(&q->consumer, memory_order_relaxed) == self_id();
+}
+
 static int looper_claim(dq_queue *q)
 {
     uintptr_t me = self_id();

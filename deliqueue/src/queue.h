@@ -107,6 +107,10 @@ void dq_wake_consumer(dq_queue *q);
 void dq_report_discard(dq_queue *q, const dq_node *n);
 
 /* -- looper side (looper.c) -- */
+/* Whether the calling thread is q's consumer: then the heaps and the
+   boundary are its own to read between looper steps, and nothing it can
+   reach is retired while it reads. */
+bool dq_looper_is_self(dq_queue *q);
 /* Tear down the core: only with the queue quitting and no other thread
    able to consume (the consumer, or the last reference). */
 void dq_looper_teardown(dq_queue *q);
