@@ -352,9 +352,18 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 {
     if (q == NULL || tok == 0)
         return -EINVAL;
-    int err = dq_users_enter(q);
-    if (err)
+    /* On the consumer's own thread the core cannot be torn down under us
+       (the teardown runs on this thread, or on the last reference's, and
+       we hold one): no user count.  relaxed: a quit bit seen here was set
+       by this thread's own teardown. */
+    bool looper = dq_looper_is_self(q);
+    int err = 0;
+    if (looper) {
+        if (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
+            return -ESHUTDOWN;
+    } else if ((err = dq_users_enter(q)) != 0) {
         return err;
+    }
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     uint64_t s;
     dq_node *n = token_node(q, tok, &s);
@@ -384,7 +393,8 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
         return 0;
 #endif
     }
-    dq_users_leave(q);
+    if (!looper)
+        dq_users_leave(q);
     return err;
 }
 

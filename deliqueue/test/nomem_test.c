@@ -3,6 +3,8 @@
    --wrap=realloc), the step reports -ENOMEM, and nothing is lost, torn or
    recycled while still reachable. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -48,7 +50,15 @@ static size_t drain(bool *seen, size_t nseen)
    happen (or the node wait): a node recycled while still linked under the
    unswept posts would reappear in the stack as a new post (a cycle, or
    lost messages). */
-Test(nomem, unlink_under_unswept_posts_without_heap_room)
+static dq_token victim;
+
+static void *cancel_victim(void *unused)
+{
+    (void)unused;
+    return (void *)(intptr_t)dq_cancel(q, victim);
+}
+
+static void unlink_under_unswept_posts(bool from_another_thread)
 {
     enum { FILL = 64, LATER = 200 }; /* FILL: the heaps' first capacity */
     int64_t t = 2000000;
@@ -65,10 +75,20 @@ Test(nomem, unlink_under_unswept_posts_without_heap_room)
         dq_msg m = msg_what(&target_a, LATER + i);
         cr_assert_eq(dq_post_at(q, &m, t + FILL + i, NULL), 0);
     }
-    /* the last post of the fill is the topmost swept node */
-    cr_assert_eq(dq_cancel(q, tok[FILL - 1]), 0);
-
+    /* the last post of the fill is the topmost swept node; a cancel on
+       the consumer's thread takes it out at once, one on another thread
+       through the removal list at the consumer's next step */
     atomic_store(&realloc_fails, 1);
+    victim = tok[FILL - 1];
+    if (from_another_thread) {
+        pthread_t t;
+        void *rc;
+        cr_assert_eq(pthread_create(&t, NULL, cancel_victim, NULL), 0);
+        cr_assert_eq(pthread_join(t, &rc), 0);
+        cr_assert_eq((intptr_t)rc, 0);
+    } else {
+        cr_assert_eq(dq_cancel(q, victim), 0);
+    }
     cr_assert_eq(dq_try_next(q, &out), -ENOMEM);
     cr_assert_eq(dq_try_next(q, &out), -ENOMEM, "still no room for the sweep");
     atomic_store(&realloc_fails, 0);
@@ -88,6 +108,16 @@ Test(nomem, unlink_under_unswept_posts_without_heap_room)
     cr_assert_eq(drain(seen, LATER + 2), LATER + 2,
                  "every post delivered once, the one above the removal too");
     cr_assert_eq(atomic_load(&rec.discards), FILL, "every cancel reported once");
+}
+
+Test(nomem, unlink_under_unswept_posts_without_heap_room)
+{
+    unlink_under_unswept_posts(false);
+}
+
+Test(nomem, unlink_under_unswept_posts_without_heap_room_cancelled_elsewhere)
+{
+    unlink_under_unswept_posts(true);
 }
 
 /* A step whose sweep finds no heap room reports it and delivers nothing;
