@@ -488,6 +488,7 @@ typedef struct e2e_run {
     int64_t         t_first_post;
     int64_t         t_last_delivery;
     int64_t         producer_ns[2];
+    int64_t         consumer_cpu_ns;  /* the consumer's CPU time, all of it */
     int64_t        *latency;      /* consumer only until joined */
     long            delivered;
     int             err;
@@ -505,6 +506,7 @@ static void *e2e_consumer_main(void *arg)
     consumer_sweep(c, run->q);        /* this thread is the consumer now */
     atomic_fetch_add(&run->ready, 1);
     long total = run->per_producer * run->nproducers;
+    int64_t cpu0 = bench_cpu_now();
     while (run->delivered < total) {
         dq_msg out;
         int err = c->next_until(run->q, &out, bench_now() + 5000000000LL);
@@ -520,6 +522,7 @@ static void *e2e_consumer_main(void *arg)
         run->latency[run->delivered++] = now - out.when;
         run->t_last_delivery = now;
     }
+    run->consumer_cpu_ns = bench_cpu_now() - cpu0;
     return NULL;
 }
 
@@ -613,6 +616,11 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
         stats_put(stats_metric_get(&results, "queues", "e2e", name, "ns/post", false,
                                    cfg->e2e_depth, nproducers),
                   col, rep, post_ns / (double)n);
+        snprintf(name, sizeof(name), "e2e consumer CPU, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "CPU ns/msg", false,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, (double)run.consumer_cpu_ns / (double)n);
     } else {
         qsort(run.latency, (size_t)n, sizeof(int64_t), cmp_i64);
         static const double ps_[] = { 0.5, 0.99, 0.999 };
