@@ -382,7 +382,8 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 #ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
         /* mutant: counted out while the discard callback and the push
            below still use the queue's core */
-        dq_users_leave(q);
+        if (!looper)
+            dq_users_leave(q);
 #endif
         if (!barrier)
             dq_report_discard(q, n);
@@ -390,7 +391,8 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
 #ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        return 0;
+        if (!looper)
+            return 0;
 #endif
     }
     if (!looper)
