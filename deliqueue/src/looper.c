@@ -200,10 +200,19 @@ static int looper_sweep(dq_queue *q, dq_core *core)
     return 0;
 }
 
+/* n, the topmost swept node, is out of the stack: its successor next is
+   the topmost swept node now. */
+static void looper_unlinked_boundary(dq_core *core, dq_node *n, dq_node *next)
+{
+    core->boundary = next;
+    if (next != NULL)
+        next->prev = NULL;
+    n->looper_flags |= DQ_LOOPER_UNLINKED;
+}
+
 /* The sweep had no heap room to give n, the topmost swept node, its
    back-link: find its newer neighbour among the unswept posts above it
-   and unlink n below them.  The boundary moves down to n's successor, the
-   topmost swept node now; the posts above stay unswept for the next
+   and unlink n below them; the posts above stay unswept for the next
    sweep.  No allocation, so an unlink always happens, and no node is
    retired while still linked. */
 static void looper_unlink_below_new(dq_queue *q, dq_core *core, dq_node *n,
@@ -217,10 +226,7 @@ static void looper_unlink_below_new(dq_queue *q, dq_core *core, dq_node *n,
     /* release: a walker that reads the new link sees the node it points
        to as the looper saw it */
     atomic_store_explicit(&m->next, next, memory_order_release);
-    core->boundary = next;
-    if (next != NULL)
-        next->prev = NULL;
-    n->looper_flags |= DQ_LOOPER_UNLINKED;
+    looper_unlinked_boundary(core, n, next);
 }
 
 /* Take a swept node out of the stack in O(1).  Its own next link is left
@@ -252,10 +258,7 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
             if (atomic_compare_exchange_weak_explicit(
                     &q->top, &top, (uintptr_t)next | (top & DQ_TOP_QUIT),
                     memory_order_acq_rel, memory_order_acquire)) {
-                core->boundary = next;
-                if (next != NULL)
-                    next->prev = NULL;
-                n->looper_flags |= DQ_LOOPER_UNLINKED;
+                looper_unlinked_boundary(core, n, next);
                 return;
             }
         }
