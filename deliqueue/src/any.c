@@ -352,18 +352,9 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 {
     if (q == NULL || tok == 0)
         return -EINVAL;
-    /* On the consumer's own thread the core cannot be torn down under us
-       (the teardown runs on this thread, or on the last reference's, and
-       we hold one): no user count.  relaxed: a quit bit seen here was set
-       by this thread's own teardown. */
-    bool looper = dq_looper_is_self(q);
-    int err = 0;
-    if (looper) {
-        if (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
-            return -ESHUTDOWN;
-    } else if ((err = dq_users_enter(q)) != 0) {
+    int err = dq_users_enter(q);
+    if (err)
         return err;
-    }
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     uint64_t s;
     dq_node *n = token_node(q, tok, &s);
@@ -382,8 +373,7 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 #ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
         /* mutant: counted out while the discard callback and the push
            below still use the queue's core */
-        if (!looper)
-            dq_users_leave(q);
+        dq_users_leave(q);
 #endif
         if (!barrier)
             dq_report_discard(q, n);
@@ -391,12 +381,10 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
 #ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        if (!looper)
-            return 0;
+        return 0;
 #endif
     }
-    if (!looper)
-        dq_users_leave(q);
+    dq_users_leave(q);
     return err;
 }
 
