@@ -26,8 +26,11 @@
  *           (untimed) so the depth stays at D.
  *   e2e     end to end at depth 10k (far-future background messages):
  *           1 or 2 producers post due-now messages while the consumer
- *           delivers; unpaced: throughput; paced (bursts of 4, then a
- *           ~20 us sleep): post-to-delivery latency p50/p99/p99.9.
+ *           delivers; unpaced: throughput, one contender at a time; paced
+ *           (bursts of 4, then a ~20 us sleep): post-to-delivery latency
+ *           p50/p99/p99.9, with every contender's queue and consumer alive
+ *           at once and the bursts dealt to them in turn, so that the
+ *           machine's slow phases hit all of them alike.
  *   remove  remove by criteria (target + what, ~D/1024 matches) at depth D,
  *           on the consumer thread; the call alone, and with the
  *           consumer's cleanup (its next try_next) added.
@@ -129,6 +132,13 @@ static void die(const char *what, const bench_contender *c, int err)
     fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what,
             c ? c->name : "-", strerror(err < 0 ? -err : err));
     exit(2);
+}
+
+/* The contender that runs i-th in repetition rep: each repetition starts
+   from the next one, so slow drift hits every contender alike. */
+static int rotate(int i, int rep, int n)
+{
+    return (i + rep) % n;
 }
 
 static dq_msg make_msg(const void *target, int32_t what)
@@ -494,6 +504,8 @@ typedef struct e2e_run {
     int             err;
 } e2e_run;
 
+#define PACED_BURST 4           /* posts per burst of the paced producers */
+
 typedef struct e2e_producer {
     e2e_run *run;
     int      index;
@@ -538,15 +550,12 @@ static void *e2e_producer_main(void *arg)
     int64_t t0 = bench_now();
     if (p->index == 0)
         run->t_first_post = t0;
-    struct timespec gap = { 0, 20000 };
     for (long i = 0; i < run->per_producer; i++) {
         int err = c->post_at(run->q, &m, bench_now(), NULL);
         if (err) {
             run->err = err;
             break;
         }
-        if (run->paced && i % 4 == 3)
-            nanosleep(&gap, NULL);
     }
     run->producer_ns[p->index] = bench_now() - t0;
     return NULL;
@@ -564,23 +573,82 @@ static double percentile(int64_t *xs, long n, double p)
     return (double)xs[i];
 }
 
-static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
-                          bool paced)
+/* A queue of contender col with its background, and the run's buffers;
+   *aged keeps the allocator's aging alive until e2e_finish. */
+static void e2e_start(const config *cfg, int col, int nproducers, bool paced,
+                      e2e_run *run, aged_heap *aged)
 {
     const bench_contender *c = contenders[col];
-    aged_heap aged = cfg->aged_fill ? age_allocator(c, cfg->e2e_depth) : (aged_heap){ NULL, 0 };
-    e2e_run run;
-    memset(&run, 0, sizeof(run));
-    run.c = c;
-    run.nproducers = nproducers;
-    run.paced = paced;
-    run.per_producer = (paced ? cfg->e2e_paced_msgs : cfg->e2e_unpaced_msgs) / nproducers;
-    run.latency = malloc((size_t)(run.per_producer * nproducers) * sizeof(int64_t));
-    run.q = c->create();
-    if (run.q == NULL || run.latency == NULL)
+    *aged = cfg->aged_fill ? age_allocator(c, cfg->e2e_depth) : (aged_heap){ NULL, 0 };
+    memset(run, 0, sizeof(*run));
+    run->c = c;
+    run->nproducers = nproducers;
+    run->paced = paced;
+    run->per_producer = (paced ? cfg->e2e_paced_msgs : cfg->e2e_unpaced_msgs) / nproducers;
+    run->latency = malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t));
+    run->q = c->create();
+    if (run->q == NULL || run->latency == NULL)
         die("create", c, ENOMEM);
-    fill_queue(c, run.q, cfg->e2e_depth, bench_now() + 3600LL * 1000000000,
+    fill_queue(c, run->q, cfg->e2e_depth, bench_now() + 3600LL * 1000000000,
                !cfg->random_fill, NULL);
+}
+
+/* After the run's threads are joined: its rows, then the teardown. */
+static void e2e_finish(const config *cfg, int col, int rep, e2e_run *run,
+                       aged_heap *aged)
+{
+    const bench_contender *c = contenders[col];
+    int nproducers = run->nproducers;
+    bool paced = run->paced;
+    if (run->err)
+        die(paced ? "e2e paced" : "e2e", c, run->err);
+    c->destroy(run->q);
+    aged_heap_free(aged);
+
+    long n = run->delivered;
+    char name[96];
+    const char *ps = nproducers > 1 ? "s" : "";
+    if (!paced) {
+        snprintf(name, sizeof(name), "e2e throughput, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "Mmsg/s", true,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, (double)n / (double)(run->t_last_delivery - run->t_first_post) * 1e3);
+        double post_ns = 0;
+        for (int i = 0; i < nproducers; i++)
+            post_ns += (double)run->producer_ns[i];
+        snprintf(name, sizeof(name), "e2e post cost, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "ns/post", false,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, post_ns / (double)n);
+        snprintf(name, sizeof(name), "e2e consumer CPU, depth %ld, %d producer%s",
+                 cfg->e2e_depth, nproducers, ps);
+        stats_put(stats_metric_get(&results, "queues", "e2e", name, "CPU ns/msg", false,
+                                   cfg->e2e_depth, nproducers),
+                  col, rep, (double)run->consumer_cpu_ns / (double)n);
+    } else {
+        qsort(run->latency, (size_t)n, sizeof(int64_t), cmp_i64);
+        static const double ps_[] = { 0.5, 0.99, 0.999 };
+        static const char *const pn[] = { "p50", "p99", "p99.9" };
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof(name), "post-to-delivery %s, paced, depth %ld, %d producer%s",
+                     pn[k], cfg->e2e_depth, nproducers, ps);
+            stats_put(stats_metric_get(&results, "queues", "e2e", name, "us", false,
+                                       cfg->e2e_depth, nproducers),
+                      col, rep, percentile(run->latency, n, ps_[k]) / 1e3);
+        }
+    }
+    free(run->latency);
+}
+
+/* Unpaced: one contender at a time, so that its throughput has the machine. */
+static void run_e2e_point(const config *cfg, int col, int rep, int nproducers)
+{
+    const bench_contender *c = contenders[col];
+    e2e_run run;
+    aged_heap aged;
+    e2e_start(cfg, col, nproducers, false, &run, &aged);
     pthread_t consumer, producers[2];
     e2e_producer p[2];
     if (pthread_create(&consumer, NULL, e2e_consumer_main, &run))
@@ -594,46 +662,121 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers,
     for (int i = 0; i < nproducers; i++)
         pthread_join(producers[i], NULL);
     pthread_join(consumer, NULL);
-    if (run.err)
-        die(paced ? "e2e paced" : "e2e", c, run.err);
-    c->destroy(run.q);
-    aged_heap_free(&aged);
+    e2e_finish(cfg, col, rep, &run, &aged);
+}
 
-    long n = run.delivered;
-    char name[96];
-    const char *ps = nproducers > 1 ? "s" : "";
-    if (!paced) {
-        snprintf(name, sizeof(name), "e2e throughput, depth %ld, %d producer%s",
-                 cfg->e2e_depth, nproducers, ps);
-        stats_put(stats_metric_get(&results, "queues", "e2e", name, "Mmsg/s", true,
-                                   cfg->e2e_depth, nproducers),
-                  col, rep, (double)n / (double)(run.t_last_delivery - run.t_first_post) * 1e3);
-        double post_ns = 0;
-        for (int i = 0; i < nproducers; i++)
-            post_ns += (double)run.producer_ns[i];
-        snprintf(name, sizeof(name), "e2e post cost, depth %ld, %d producer%s",
-                 cfg->e2e_depth, nproducers, ps);
-        stats_put(stats_metric_get(&results, "queues", "e2e", name, "ns/post", false,
-                                   cfg->e2e_depth, nproducers),
-                  col, rep, post_ns / (double)n);
-        snprintf(name, sizeof(name), "e2e consumer CPU, depth %ld, %d producer%s",
-                 cfg->e2e_depth, nproducers, ps);
-        stats_put(stats_metric_get(&results, "queues", "e2e", name, "CPU ns/msg", false,
-                                   cfg->e2e_depth, nproducers),
-                  col, rep, (double)run.consumer_cpu_ns / (double)n);
-    } else {
-        qsort(run.latency, (size_t)n, sizeof(int64_t), cmp_i64);
-        static const double ps_[] = { 0.5, 0.99, 0.999 };
-        static const char *const pn[] = { "p50", "p99", "p99.9" };
-        for (int k = 0; k < 3; k++) {
-            snprintf(name, sizeof(name), "post-to-delivery %s, paced, depth %ld, %d producer%s",
-                     pn[k], cfg->e2e_depth, nproducers, ps);
-            stats_put(stats_metric_get(&results, "queues", "e2e", name, "us", false,
-                                       cfg->e2e_depth, nproducers),
-                      col, rep, percentile(run.latency, n, ps_[k]) / 1e3);
+/* Paced: every contender's queue at once, each with its consumer parked,
+   and each producer sends its bursts to the contenders in turn (producer
+   i starts at contender i).  A wake-up's latency is the scheduler's and
+   the hypervisor's more than the queue's, and a slow phase of the shared
+   machine lasts longer than one contender's run; interleaved burst by
+   burst, every contender sees the same phases, so their tails compare. */
+typedef struct paced_producer {
+    e2e_run   **runs;
+    int         nruns;
+    int         index;
+    int         nproducers;
+    _Atomic int *ready;          /* producers that have arrived */
+    int         err;
+    const bench_contender *failed;
+} paced_producer;
+
+static void *paced_producer_main(void *arg)
+{
+    paced_producer *p = arg;
+    dq_msg m = make_msg(&burst_target, p->index);
+    atomic_fetch_add(p->ready, 1);
+    while (atomic_load(p->ready) < p->nproducers)
+        ;
+    long bursts = p->runs[0]->per_producer / PACED_BURST * p->nruns;
+    struct timespec gap = { 0, 20000 };
+    for (long b = 0; b < bursts; b++) {
+        e2e_run *run = p->runs[(b + p->index) % p->nruns];
+        for (int i = 0; i < PACED_BURST; i++) {
+            int err = run->c->post_at(run->q, &m, bench_now(), NULL);
+            if (err) {
+                p->err = err;
+                p->failed = run->c;
+                return NULL;
+            }
         }
+        nanosleep(&gap, NULL);
     }
-    free(run.latency);
+    return NULL;
+}
+
+/* Thread attributes that bind a thread to the k-th CPU this process may run
+   on (counting from the last one down, modulo their number); false, and
+   nothing bound, when there is only one. */
+static bool attr_on_cpu(pthread_attr_t *attr, int k)
+{
+    cpu_set_t allowed, one;
+    pthread_attr_init(attr);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
+        return false;
+    int want = CPU_COUNT(&allowed) - 1 - k % CPU_COUNT(&allowed), seen = 0;
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &allowed) && seen++ == want) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    return pthread_attr_setaffinity_np(attr, sizeof(one), &one) == 0;
+}
+
+static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
+{
+    int cols[NCONTENDERS], nruns = 0;
+    for (int i = 0; i < NCONTENDERS; i++) {
+        int col = rotate(i, rep, NCONTENDERS);
+        if ((cfg->contender_mask & (1u << col)) && (contenders[col]->caps & BENCH_CONSUMES))
+            cols[nruns++] = col;
+    }
+    if (nruns == 0)
+        return;
+    e2e_run runs[NCONTENDERS], *order[NCONTENDERS];
+    aged_heap aged[NCONTENDERS];
+    pthread_t consumers[NCONTENDERS], producers[2];
+    for (int k = 0; k < nruns; k++) {
+        e2e_start(cfg, cols[k], nproducers, true, &runs[k], &aged[k]);
+        order[k] = &runs[k];
+    }
+    /* the consumers wait at most 5 s for a message: start them once every
+       queue is set up (aging the allocator can take seconds) */
+    /* Placement: every consumer on one CPU and producer i on the i-th
+       from the other end, so that each contender's wake-ups take the same
+       path (to an idle CPU with one producer); left to the scheduler, which
+       consumer last ran where decides more of the tail than its queue. */
+    pthread_attr_t attr;
+    for (int k = 0; k < nruns; k++) {
+        attr_on_cpu(&attr, 0);
+        int err = pthread_create(&consumers[k], &attr, e2e_consumer_main, &runs[k]);
+        pthread_attr_destroy(&attr);
+        if (err)
+            die("pthread_create", runs[k].c, err);
+        while (atomic_load(&runs[k].ready) < 1) /* it swept and is the consumer */
+            sched_yield();
+    }
+    _Atomic int ready = 0;
+    paced_producer p[2];
+    for (int i = 0; i < nproducers; i++) {
+        p[i] = (paced_producer){ .runs = order, .nruns = nruns, .index = i,
+                                 .nproducers = nproducers, .ready = &ready };
+        attr_on_cpu(&attr, 1 + i);
+        int err = pthread_create(&producers[i], &attr, paced_producer_main, &p[i]);
+        pthread_attr_destroy(&attr);
+        if (err)
+            die("pthread_create", NULL, err);
+    }
+    for (int i = 0; i < nproducers; i++) {
+        pthread_join(producers[i], NULL);
+        if (p[i].err)
+            die("e2e paced post", p[i].failed, p[i].err);
+    }
+    for (int k = 0; k < nruns; k++) {
+        pthread_join(consumers[k], NULL);
+        e2e_finish(cfg, cols[k], rep, &runs[k], &aged[k]);
+    }
 }
 
 /* ---- remove by criteria, cancel by token -------------------------------- */
@@ -882,11 +1025,6 @@ static const char *output_path(const char *path)
     return b;
 }
 
-static int rotate(int i, int rep, int n)
-{
-    return (i + rep) % n;
-}
-
 int main(int argc, char **argv)
 {
     config cfg;
@@ -1032,14 +1170,15 @@ int main(int argc, char **argv)
                             run_insert_point(&cfg, col, rep, cfg.depths[d], np);
                     }
         if (cfg.run_e2e)
-            for (int np = 1; np <= 2; np++)
-                for (int paced = 0; paced <= 1; paced++)
-                    for (int i = 0; i < NCONTENDERS; i++) {
-                        int col = rotate(i, rep, NCONTENDERS);
-                        if ((cfg.contender_mask & (1u << col)) &&
-                            (contenders[col]->caps & BENCH_CONSUMES))
-                            run_e2e_point(&cfg, col, rep, np, paced);
-                    }
+            for (int np = 1; np <= 2; np++) {
+                for (int i = 0; i < NCONTENDERS; i++) {
+                    int col = rotate(i, rep, NCONTENDERS);
+                    if ((cfg.contender_mask & (1u << col)) &&
+                        (contenders[col]->caps & BENCH_CONSUMES))
+                        run_e2e_point(&cfg, col, rep, np);
+                }
+                run_paced_interleaved(&cfg, rep, np);
+            }
         if (cfg.run_remove || cfg.run_cancel)
             for (int d = 0; d < cfg.ndepths; d++)
                 for (int i = 0; i < NCONTENDERS; i++) {
