@@ -24,9 +24,26 @@
  *                    pool does, with the same dq_arch_prefetch_for_write)
  *   1 line recycled  +copy, 1 line, recycled and prefetched: dq_node's
  *                    layout now (its producer half is line 0)
+ *   +scattered       dq_node's memory without its code: 128-byte nodes
+ *                    picked at random from a region of 11k (the background
+ *                    and the round), line 0 written, taken in the order of
+ *                    an array and prefetched 7 ahead; between rounds the
+ *                    consumer writes both lines of each (retire, pool
+ *                    link), as a looper does
+ *   +owner read      the same, and the post reads line 1 (the owner)
+ *   +pool chain      the same, but the next node is found through a link
+ *                    in line 1 of the current one (with a hint to the node
+ *                    7 ahead for the prefetch), as the pool's batches were
  *   dq_post_at       deliqueue itself: 10k far-future background messages;
  *                    between rounds its looper thread removes the round's
  *                    messages and sweeps (as queue_bench's insert rounds)
+ *
+ * The consumer thread sleeps (on a semaphore) while the producer's round
+ * runs, as queue_bench's consumer does between insert rounds: a consumer
+ * spinning on the other core would share the machine with the producer
+ * (on a KVM guest its vCPU may be the producer's hyperthread sibling),
+ * and it made the same synthetic step cost 1.4x the floor in one run and
+ * 3.5x in the next.
  *
  * Cases run interleaved, one round each in turn, ROUNDS rounds; each cell
  * is the median over rounds of the producer's CPU ns per push.
@@ -38,6 +55,7 @@
 #endif
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,7 +97,21 @@ typedef struct wide_node { /* dq_node's old layout: producer half in lines 0-1 *
     _Alignas(64) uint64_t looper;  /* line 2: the looper's fields */
 } wide_node;
 
+typedef struct pool_node { /* dq_node's memory: line 0 written, line 1 read */
+    _Alignas(64) struct pool_node *next;
+    uint64_t state;
+    int64_t  due;
+    char     payload[40];
+    _Alignas(64) void *owner;     /* line 1: read by a post */
+    struct pool_node *aux_next;   /* the pool's chain */
+    struct pool_node *ahead;      /* its prefetch hint */
+    uint64_t looper[5];           /* the looper's fields */
+} pool_node;
+
+#define POOL_REGION (BACKGROUND + ROUND_PUSHES)
+
 _Static_assert(sizeof(line_node) == 64, "one line");
+_Static_assert(sizeof(pool_node) == 128, "dq_node's size");
 _Static_assert(sizeof(wide_node) == 192, "the old dq_node's size");
 
 static _Alignas(64) _Atomic(void *) top;
@@ -100,9 +132,12 @@ static inline void push(void *n, void **next_field)
 
 typedef struct recycler {
     pthread_t       thread;
-    _Atomic int     job;     /* 0 idle, 1 wide, 2 line, 3 deliqueue, -1 quit */
+    sem_t           go, done;
+    int             job;     /* 1 wide, 2 line, 3 deliqueue, 4 pool, -1 quit */
     wide_node      *wide;
     line_node      *line;
+    pool_node      *pool;            /* POOL_REGION nodes */
+    pool_node      *picked[ROUND_PUSHES]; /* this round's, in pool order */
     dq_queue       *q;
     uint64_t        sum;
 } recycler;
@@ -113,9 +148,9 @@ static void *recycler_main(void *arg)
 {
     recycler *r = arg;
     for (;;) {
-        int job;
-        while ((job = atomic_load_explicit(&r->job, memory_order_acquire)) == 0)
-            ;
+        /* the semaphores order the round's node writes both ways */
+        sem_wait(&r->go);
+        int job = r->job;
         if (job < 0)
             return NULL;
         if (job == 1) {
@@ -132,6 +167,15 @@ static void *recycler_main(void *arg)
                 r->sum += (uint64_t)n->msg.what;
                 n->msg.flags = 0;   /* any write: the line is ours now */
             }
+        } else if (job == 4) {
+            for (int i = 0; i < ROUND_PUSHES; i++) {
+                pool_node *n = r->picked[i];
+                r->sum += (uint64_t)n->due;
+                n->state += 8;      /* generation bump, line 0 */
+                n->looper[0] = 0;   /* the looper's reset, line 1 */
+                n->aux_next = i + 1 < ROUND_PUSHES ? r->picked[i + 1] : NULL;
+                n->ahead = i + PREFETCH_AHEAD < ROUND_PUSHES ? r->picked[i + PREFETCH_AHEAD] : NULL;
+            }
         } else {
             dq_match burst = { .target = &burst_target };
             dq_msg out;
@@ -139,36 +183,57 @@ static void *recycler_main(void *arg)
             (void)dq_try_next(r->q, &out);
             r->sum += removed;
         }
-        /* release: the round's nodes are written before the producer reuses them */
-        atomic_store_explicit(&r->job, 0, memory_order_release);
+        sem_post(&r->done);
     }
 }
 
 static void recycle(recycler *r, int job)
 {
-    atomic_store_explicit(&r->job, job, memory_order_release);
-    while (atomic_load_explicit(&r->job, memory_order_acquire) != 0)
-        ;
+    r->job = job;
+    sem_post(&r->go);
+    if (job >= 0)
+        sem_wait(&r->done);
+}
+
+/* This round's nodes of the pool case: ROUND_PUSHES distinct nodes of the
+   region in random order (a partial Fisher-Yates shuffle). */
+static void pick_pool_nodes(recycler *r, uint64_t *rng)
+{
+    static uint32_t idx[POOL_REGION];
+    for (uint32_t i = 0; i < POOL_REGION; i++)
+        idx[i] = i;
+    for (uint32_t i = 0; i < ROUND_PUSHES; i++) {
+        *rng = *rng * 6364136223846793005u + 1442695040888963407u;
+        uint32_t j = i + (uint32_t)((*rng >> 33) % (POOL_REGION - i));
+        uint32_t t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+        r->picked[i] = &r->pool[idx[i]];
+    }
 }
 
 /* ---- the cases ----------------------------------------------------------- */
 
 enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
-       DELIQUEUE, NCASES };
+       SCATTERED, OWNER_READ, POOL_CHAIN, DELIQUEUE, NCASES };
 static const char *const case_name[NCASES] = {
     "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
     "+recycled by the consumer", "+prefetch 7 ahead",
-    "1 line, recycled, prefetch", "dq_post_at",
+    "1 line, recycled, prefetch", "+scattered over 11k nodes", "+owner read in line 1",
+    "+pool chain through line 1", "dq_post_at",
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
     FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
+    SCATTERED, OWNER_READ, POOL_CHAIN,
 };
 
-static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
+static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
+                       uint64_t *rng)
 {
     wide_node *w = r->wide;
     line_node *l = r->line;
+    pool_node *head = NULL;
     switch (c) {
     case FLOOR:
     case COPY_LINE:
@@ -185,6 +250,20 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
         break;
     case LINE_PREFETCH:
         recycle(r, 2);
+        break;
+    case SCATTERED:
+    case OWNER_READ:
+        pick_pool_nodes(r, rng);
+        recycle(r, 4);
+        break;
+    case POOL_CHAIN:
+        pick_pool_nodes(r, rng);
+        recycle(r, 4);
+        head = r->picked[0];
+        for (int i = 1; i < (int)PREFETCH_AHEAD; i++) { /* as a batch's pool_first */
+            dq_arch_prefetch_for_write(r->picked[i]);
+            __builtin_prefetch(&r->picked[i]->owner, 0);
+        }
         break;
     default:
         break;
@@ -226,6 +305,39 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when)
             push(&w[i], (void **)&w[i].next);
         }
         break;
+    case SCATTERED:
+    case OWNER_READ:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            if (i + PREFETCH_AHEAD < ROUND_PUSHES) {
+                dq_arch_prefetch_for_write(r->picked[i + PREFETCH_AHEAD]);
+                if (c == OWNER_READ)
+                    __builtin_prefetch(&r->picked[i + PREFETCH_AHEAD]->owner, 0);
+            }
+            pool_node *n = r->picked[i];
+            n->state = (n->state & ~(uint64_t)7) | 1;
+            n->due = when + i;
+            memcpy(n->payload, m, sizeof(n->payload));
+            if (c == OWNER_READ && n->owner != &top)
+                n->owner = &top;
+            push(n, (void **)&n->next);
+        }
+        break;
+    case POOL_CHAIN:
+        for (int i = 0; head != NULL; i++) {
+            pool_node *n = head;
+            head = n->aux_next;
+            if (n->ahead != NULL) {
+                dq_arch_prefetch_for_write(n->ahead);
+                __builtin_prefetch(&n->ahead->owner, 0);
+            }
+            n->state = (n->state & ~(uint64_t)7) | 1;
+            n->due = when + i;
+            memcpy(n->payload, m, sizeof(n->payload));
+            if (n->owner != &top)
+                n->owner = &top;
+            push(n, (void **)&n->next);
+        }
+        break;
     case DELIQUEUE:
         for (int i = 0; i < ROUND_PUSHES; i++) {
             int err = dq_post_at(r->q, m, when + i, NULL);
@@ -263,14 +375,17 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     r.wide = aligned_alloc(64, ROUND_PUSHES * sizeof(wide_node));
     r.line = aligned_alloc(64, ROUND_PUSHES * sizeof(line_node));
+    r.pool = aligned_alloc(64, POOL_REGION * sizeof(pool_node));
     r.q = dq_create(NULL);
     double *samples = malloc((size_t)NCASES * (size_t)rounds * sizeof(double));
-    if (r.wide == NULL || r.line == NULL || r.q == NULL || samples == NULL) {
+    if (r.wide == NULL || r.line == NULL || r.pool == NULL || r.q == NULL ||
+        samples == NULL || sem_init(&r.go, 0, 0) || sem_init(&r.done, 0, 0)) {
         fprintf(stderr, "push_decomp: out of memory\n");
         return 2;
     }
     memset(r.wide, 0, ROUND_PUSHES * sizeof(wide_node));
     memset(r.line, 0, ROUND_PUSHES * sizeof(line_node));
+    memset(r.pool, 0, POOL_REGION * sizeof(pool_node));
     dq_msg bg = { .target = &background_target, .what = 2 };
     int64_t far = dq_now() + 3600LL * 1000000000;
     for (int i = 0; i < BACKGROUND; i++)
@@ -282,12 +397,13 @@ int main(int argc, char **argv)
 
     dq_msg m = { .target = &burst_target, .what = 1, .arg1 = 7 };
     int64_t when = far - 1000000000;
+    uint64_t rng = 42;
     for (int round = 0; round < rounds; round++)
         for (int k = 0; k < NCASES; k++) {
             int c = (k + round) % NCASES; /* rotate who goes first */
-            samples[c * rounds + round] = run_case(c, &r, &m, when);
+            samples[c * rounds + round] = run_case(c, &r, &m, when, &rng);
         }
-    atomic_store(&r.job, -1);
+    recycle(&r, -1);
     pthread_join(r.thread, NULL);
 
     char model[128];
@@ -312,5 +428,6 @@ int main(int argc, char **argv)
     free(samples);
     free(r.wide);
     free(r.line);
+    free(r.pool);
     return 0;
 }
