@@ -267,11 +267,13 @@ int dq_legacy_cancel(dq_legacy *q, dq_token tok)
         pthread_mutex_unlock(&q->mu);
         return -ESHUTDOWN;
     }
-    if (legacy_token_is_barrier(tok)) {
+    legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
+    if (n != NULL && legacy_token_is_barrier(tok)) {
+        /* a pending barrier is no message; a removed one's token is stale
+           (-ENOENT below), as deliqueue.h says */
         pthread_mutex_unlock(&q->mu);
         return -EINVAL;
     }
-    legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
     if (n != NULL)
         legacy_unlink(q, prev, n);
     pthread_mutex_unlock(&q->mu);

@@ -143,6 +143,7 @@ Test(legacy, cancel_by_token)
     cr_assert_eq(dq_legacy_cancel(q, b), -EINVAL);       /* barrier token */
     cr_assert_eq(dq_legacy_remove_sync_barrier(q, b), 0);
     cr_assert_eq(dq_legacy_remove_sync_barrier(q, b), -ENOENT);
+    cr_assert_eq(dq_legacy_cancel(q, b), -ENOENT);      /* a removed barrier's: stale */
     cr_assert_eq(next_arg1(), 7);
     cr_assert_eq(dq_legacy_cancel(q, t2), -ENOENT);      /* delivered */
     cr_assert_eq(discards, 1);

@@ -358,12 +358,14 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     uint64_t s;
     dq_node *n = token_node(q, tok, &s);
-    if (n == NULL) {
+    /* Life before kind: a token whose node is no longer pending is stale
+       whatever it named, so a removed barrier's token gives -ENOENT at
+       once, not -EINVAL until the looper happens to retire the node. */
+    if (n == NULL || dq_state_life(s) != DQ_PENDING) {
         err = -ENOENT;
     } else if (dq_node_is_barrier(s) != barrier) {
         err = barrier ? -ENOENT : -EINVAL;
-    } else if (dq_state_life(s) != DQ_PENDING ||
-               /* acq_rel: acquire the payload for on_discard, release our
+    } else if (/* acq_rel: acquire the payload for on_discard, release our
                   claim to the looper's delivery CAS, which then fails */
                !atomic_compare_exchange_strong_explicit(
                    &n->state, &s, dq_state_with_life(s, DQ_REMOVED),

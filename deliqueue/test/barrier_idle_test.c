@@ -50,6 +50,19 @@ Test(barrier, token_errors)
     cr_assert_eq(dq_remove_sync_barrier(q, UINT64_MAX), -ENOENT);
 }
 
+/* A removed barrier's token is stale at once, not only once the looper has
+   retired its node: the answer must not depend on the looper's timing. */
+Test(barrier, removed_barrier_token_is_stale)
+{
+    dq_token b;
+    cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
+    cr_assert_eq(dq_remove_sync_barrier(q, b), 0);
+    cr_assert_eq(dq_cancel(q, b), -ENOENT, "removed, not yet retired");
+    cr_assert_eq(next_what(), NOTHING_DUE); /* the looper retires it */
+    cr_assert_eq(dq_cancel(q, b), -ENOENT, "removed and retired");
+    cr_assert_eq(dq_remove_sync_barrier(q, b), -ENOENT);
+}
+
 Test(barrier, front_post_is_not_held)
 {
     dq_token b;
