@@ -195,6 +195,26 @@ static void recycle(recycler *r, int job)
         sem_wait(&r->done);
 }
 
+/* The pool cases' post of node n, and its prefetch some nodes ahead; the
+   owner (line 1) only when read_owner. */
+static inline void prefetch_pool_node(const pool_node *n, bool read_owner)
+{
+    dq_arch_prefetch_for_write(n);
+    if (read_owner)
+        __builtin_prefetch(&n->owner, 0);
+}
+
+static inline void post_pool_node(pool_node *n, const dq_msg *m, int64_t due,
+                                  bool read_owner)
+{
+    n->state = (n->state & ~(uint64_t)7) | 1;
+    n->due = due;
+    memcpy(n->payload, m, sizeof(n->payload));
+    if (read_owner && n->owner != &top)
+        n->owner = &top;
+    push(n, (void **)&n->next);
+}
+
 /* This round's nodes of the pool case: ROUND_PUSHES distinct nodes of the
    region in random order (a partial Fisher-Yates shuffle). */
 static void pick_pool_nodes(recycler *r, uint64_t *rng)
@@ -260,10 +280,8 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         pick_pool_nodes(r, rng);
         recycle(r, 4);
         head = r->picked[0];
-        for (int i = 1; i < (int)PREFETCH_AHEAD; i++) { /* as a batch's pool_first */
-            dq_arch_prefetch_for_write(r->picked[i]);
-            __builtin_prefetch(&r->picked[i]->owner, 0);
-        }
+        for (int i = 1; i < (int)PREFETCH_AHEAD; i++) /* as a batch's pool_first */
+            prefetch_pool_node(r->picked[i], true);
         break;
     default:
         break;
@@ -308,34 +326,18 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
     case SCATTERED:
     case OWNER_READ:
         for (int i = 0; i < ROUND_PUSHES; i++) {
-            if (i + PREFETCH_AHEAD < ROUND_PUSHES) {
-                dq_arch_prefetch_for_write(r->picked[i + PREFETCH_AHEAD]);
-                if (c == OWNER_READ)
-                    __builtin_prefetch(&r->picked[i + PREFETCH_AHEAD]->owner, 0);
-            }
-            pool_node *n = r->picked[i];
-            n->state = (n->state & ~(uint64_t)7) | 1;
-            n->due = when + i;
-            memcpy(n->payload, m, sizeof(n->payload));
-            if (c == OWNER_READ && n->owner != &top)
-                n->owner = &top;
-            push(n, (void **)&n->next);
+            if (i + PREFETCH_AHEAD < ROUND_PUSHES)
+                prefetch_pool_node(r->picked[i + PREFETCH_AHEAD], c == OWNER_READ);
+            post_pool_node(r->picked[i], m, when + i, c == OWNER_READ);
         }
         break;
     case POOL_CHAIN:
         for (int i = 0; head != NULL; i++) {
             pool_node *n = head;
             head = n->aux_next;
-            if (n->ahead != NULL) {
-                dq_arch_prefetch_for_write(n->ahead);
-                __builtin_prefetch(&n->ahead->owner, 0);
-            }
-            n->state = (n->state & ~(uint64_t)7) | 1;
-            n->due = when + i;
-            memcpy(n->payload, m, sizeof(n->payload));
-            if (n->owner != &top)
-                n->owner = &top;
-            push(n, (void **)&n->next);
+            if (n->ahead != NULL)
+                prefetch_pool_node(n->ahead, true);
+            post_pool_node(n, m, when + i, true);
         }
         break;
     case DELIQUEUE:

@@ -597,9 +597,10 @@ static void e2e_start(const config *cfg, int col, int nproducers, bool paced,
     run->paced = paced;
     run->per_producer = (paced ? cfg->e2e_paced_msgs : cfg->e2e_unpaced_msgs) / nproducers;
     run->latency = malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t));
-    run->burst_latency = malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t));
+    run->burst_latency = paced ? malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t))
+                               : NULL;
     run->q = c->create();
-    if (run->q == NULL || run->latency == NULL || run->burst_latency == NULL)
+    if (run->q == NULL || run->latency == NULL || (paced && run->burst_latency == NULL))
         die("create", c, ENOMEM);
     fill_queue(c, run->q, cfg->e2e_depth, bench_now() + 3600LL * 1000000000,
                !cfg->random_fill, NULL);
@@ -763,12 +764,12 @@ static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
         e2e_start(cfg, cols[k], nproducers, true, &runs[k], &aged[k]);
         order[k] = &runs[k];
     }
-    /* the consumers wait at most 5 s for a message: start them once every
-       queue is set up (aging the allocator can take seconds) */
-    /* Placement: every consumer on one CPU and producer i on the i-th
-       from the other end, so that each contender's wake-ups take the same
-       path (to an idle CPU with one producer); left to the scheduler, which
-       consumer last ran where decides more of the tail than its queue. */
+    /* The consumers wait at most 5 s for a message: start them once every
+       queue is set up (aging the allocator can take seconds).  Placement:
+       every consumer on one CPU and producer i on the i-th from the other
+       end, so that each contender's wake-ups take the same path (to an idle
+       CPU with one producer); left to the scheduler, which consumer last
+       ran where decides more of the tail than its queue. */
     pthread_attr_t attr;
     for (int k = 0; k < nruns; k++) {
         attr_on_cpu(&attr, 0);
@@ -972,49 +973,32 @@ static void print_targets(void)
                  np, np > 1 ? "s" : "");
         target_line(what, r, buf, r <= 1.5);
     }
-    for (int np = 1; np <= 2; np++) {
-        char name[96], what[96];
-        snprintf(name, sizeof(name), "post-to-delivery p99, paced, depth 10000, %d producer%s",
-                 np, np > 1 ? "s" : "");
-        m = find_metric(name);
-        double worst = NAN;
-        const char *who = "";
-        for (int c = 1; m && c < NCONTENDERS; c++) {
-            double x = stats_ratio_of_medians(m, c);
-            if (!isnan(x) && (isnan(worst) || x < worst)) {
-                worst = x;
-                who = contenders[c]->name;
+    /* post-to-delivery is the target; burst-to-delivery times every
+       message from its burst's first post, what the poster of the burst
+       waits for its last message, so that a post that returns sooner is no
+       longer a head start for the messages after it (the paced producer) */
+    for (int burst = 0; burst <= 1; burst++)
+        for (int np = 1; np <= 2; np++) {
+            const char *kind = burst ? "burst" : "post";
+            char name[96], what[112];
+            snprintf(name, sizeof(name), "%s-to-delivery p99, paced, depth 10000, %d producer%s",
+                     kind, np, np > 1 ? "s" : "");
+            m = find_metric(name);
+            double worst = NAN;
+            const char *who = "";
+            for (int c = 1; m && c < NCONTENDERS; c++) {
+                double x = stats_ratio_of_medians(m, c);
+                if (!isnan(x) && (isnan(worst) || x < worst)) {
+                    worst = x;
+                    who = contenders[c]->name;
+                }
             }
+            snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
+                     worst, m ? stats_median(m, 0) : NAN);
+            snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %d producer%s, lowest",
+                     burst ? "(also) " : "", kind, np, np > 1 ? "s" : "");
+            target_line(what, worst, buf, worst >= 1);
         }
-        snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
-                 worst, m ? stats_median(m, 0) : NAN);
-        snprintf(what, sizeof(what), "p99 post-to-delivery at depth 10k, %d producer%s, lowest",
-                 np, np > 1 ? "s" : "");
-        target_line(what, worst, buf, worst >= 1);
-    }
-    /* From the burst's first post: what the poster of the burst waits for
-       its last message; a post that returns sooner is no longer a head start
-       for the messages after it (see the paced producer). */
-    for (int np = 1; np <= 2; np++) {
-        char name[96], what[112];
-        snprintf(name, sizeof(name), "burst-to-delivery p99, paced, depth 10000, %d producer%s",
-                 np, np > 1 ? "s" : "");
-        m = find_metric(name);
-        double worst = NAN;
-        const char *who = "";
-        for (int c = 1; m && c < NCONTENDERS; c++) {
-            double x = stats_ratio_of_medians(m, c);
-            if (!isnan(x) && (isnan(worst) || x < worst)) {
-                worst = x;
-                who = contenders[c]->name;
-            }
-        }
-        snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
-                 worst, m ? stats_median(m, 0) : NAN);
-        snprintf(what, sizeof(what), "(also) p99 burst-to-delivery at depth 10k, %d producer%s, lowest",
-                 np, np > 1 ? "s" : "");
-        target_line(what, worst, buf, worst >= 1);
-    }
     for (int i = 0; i < results.nmetrics; i++) {
         m = &results.m[i];
         if (strcmp(m->group, "heap"))
