@@ -11,9 +11,10 @@
  *   looper       prev, heap, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         aux_next, batch_next, pool_ahead, pool_first (over the
- *                looper's dead prev/retire_epoch/limbo_next) while FREE
- *                in the pool
+ *   pool         while FREE in the pool: next (the batch's chain) and
+ *                pool_ahead (over due) in line 0; batch_next, batch_owner
+ *                and pool_first (over the looper's dead
+ *                prev/retire_epoch/limbo_next) in line 1 of a batch's head
  *
  * Node memory is never returned to the system: a node is recycled only
  * through the pool, so any pointer to a node always points at a node (type
@@ -66,7 +67,7 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_SWEPT    1u /* the looper has met it in the stack */
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
-/* Prefetch hints of a pooled batch (a chain through aux_next).  Popping
+/* Prefetch hints of a pooled batch (a chain through next).  Popping
    member k of a batch prefetches member k + DQ_POOL_AHEAD (its pool_ahead),
    and taking a batch prefetches members 1 .. DQ_POOL_AHEAD - 1 (the head's
    pool_first indices), so no post pays a serial cache miss for the chase
@@ -90,25 +91,31 @@ typedef struct dq_payload {
 } dq_payload;
 
 /* Layout, two cache lines: a post writes line 0 (link, state, due key
-   and payload); line 1 holds what the producer only reads on the common
-   path (the owner, written only when it changes, and the pool links it
-   pops through) and the looper's bookkeeping.  So a post moves one line
-   to the producer for writing, a delivery reads one line the producer
-   wrote, and a message costs the consumer two lines of cache, as a
-   malloc'd handoff node of 80-96 bytes does (bench/push_decomp measures
+   and payload), and while the node is in the pool line 0 also holds the
+   links a post pops it through (the chain in next, the prefetch hint over
+   due).  Line 1 holds the owner and the looper's bookkeeping; a post
+   reads it only when its batch's owner is not the queue posted to (see
+   dq_pool_cache).  So a common post moves one line, the one it writes,
+   from the looper's core to the producer's, a delivery reads one line the
+   producer wrote, and a message costs the consumer two lines of cache, as
+   a malloc'd handoff node of 80-96 bytes does (bench/push_decomp measures
    the post against the floor). */
 struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
-    alignas(64) _Atomic(dq_node *) next; /* stack link toward older nodes */
+    /* stack link toward older nodes; in the pool, the batch's chain */
+    alignas(64) _Atomic(dq_node *) next;
     _Atomic uint64_t    state;
-    int64_t             due;    /* heap key: when, or DQ_KEY_FRONT */
+    union {
+        int64_t         due;        /* heap key: when, or DQ_KEY_FRONT */
+        dq_node        *pool_ahead; /* pool: hint, see DQ_POOL_AHEAD */
+    };
     dq_payload          msg;
     /* -- line 1: owner; removal list and pool links; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
-    dq_node            *aux_next;
+    dq_node            *aux_next;    /* removal and looper lists */
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            index;       /* pool index, immutable */
-    dq_node            *pool_ahead;  /* pool: hint, see dq_pool_batch */
+    void               *batch_owner; /* pool, a batch's head: see dq_pool_cache */
     /* looper only; reset by the looper when it retires the node */
     dq_heap_elem        heap;
     uint32_t            looper_flags;
@@ -188,19 +195,25 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
-/* Prefetch the lines a post touches (the layout above): line 0 for
-   write, line 1 (owner, pool links) for read. */
+/* Prefetch the line a post touches (the layout above), for write. */
 static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
     dq_arch_prefetch_for_write(n);
-    __builtin_prefetch(&n->owner, 0);
 }
 
-/* The calling thread's cached batch: a chain through aux_next that only
-   this thread touches (given back to the pool when the thread exits).  It
-   keeps no count, so a post stores nothing here but the new head. */
+/* DQ_POOL_MIXED as a batch's owner: its nodes' owners differ. */
+extern const char dq_pool_mixed_owner __attribute__((visibility("hidden")));
+#define DQ_POOL_MIXED ((void *)&dq_pool_mixed_owner)
+
+/* The calling thread's cached batch: a chain through next that only this
+   thread touches (given back to the pool when the thread exits).  It
+   keeps no count, so a post stores nothing here but the new head.
+   owner is every cached node's owner, or DQ_POOL_MIXED: a looper retires
+   only its own queue's nodes, so a batch is usually one queue's, and a
+   post to that queue then neither reads nor writes the node's line 1. */
 struct dq_pool_cache {
     dq_node *head;
+    void    *owner;
     bool     registered;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
@@ -214,7 +227,8 @@ static inline dq_node *dq_pool_get_cached(void)
     dq_node *n = dq_pool_cache.head;
     if (__builtin_expect(n == NULL, 0))
         return NULL;
-    dq_pool_cache.head = n->aux_next;
+    /* relaxed: the chain is this thread's since it took the batch */
+    dq_pool_cache.head = atomic_load_explicit(&n->next, memory_order_relaxed);
     if (n->pool_ahead != NULL)
         dq_prefetch_node_for_post(n->pool_ahead);
     return n;
@@ -234,6 +248,7 @@ dq_node *dq_pool_node(uint32_t index);
 typedef struct dq_pool_batch {
     dq_node *head;  /* member 0 */
     dq_node *tail;
+    void    *owner; /* every member's owner, or DQ_POOL_MIXED */
     uint32_t count;
     dq_node *recent[DQ_POOL_AHEAD]; /* the last DQ_POOL_AHEAD members added */
 } dq_pool_batch;
@@ -246,7 +261,8 @@ static inline void dq_pool_batch_init(dq_pool_batch *b)
 /* Add a FREE node; publishes the batch once it is full.  Caller: one thread
    per batch (the looper). */
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n);
-/* Publish a partial batch (before blocking, at teardown). */
+/* Publish a partial batch (at teardown: an idle looper keeps its partial
+   batch, so a paced queue does not fill the pool with tiny batches). */
 void dq_pool_batch_flush(dq_pool_batch *b);
 
 #endif /* DELIQUEUE_SRC_NODE_H */

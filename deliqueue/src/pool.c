@@ -35,6 +35,7 @@ static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t batch_top;
 
 _Thread_local struct dq_pool_cache dq_pool_cache;
+const char dq_pool_mixed_owner;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -56,7 +57,7 @@ static void batch_push(dq_node *head)
         atomic_store_explicit(&head->batch_next, (uint32_t)top,
                               memory_order_relaxed);
         uint64_t next = ((top >> 32) + 1) << 32 | (head->index + 1);
-        /* release: publishes the batch's chain (aux_next) to the
+        /* release: publishes the batch's chain, hints and owner to the
            popper's acquire; relaxed on failure, we only retry */
         if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
                                                   memory_order_release,
@@ -67,8 +68,8 @@ static void batch_push(dq_node *head)
 
 static dq_node *batch_pop(void)
 {
-    /* acquire: pairs with batch_push's release so batch_next, aux_next and
-       the chain of the batch we read are the pusher's */
+    /* acquire: pairs with batch_push's release so batch_next, the chain,
+       the hints and batch_owner of the batch we read are the pusher's */
     uint64_t top = atomic_load_explicit(&batch_top, memory_order_acquire);
     for (;;) {
         uint32_t slot = (uint32_t)top;
@@ -90,8 +91,10 @@ static dq_node *batch_pop(void)
 static void cache_release(void *unused)
 {
     (void)unused;
-    if (dq_pool_cache.head != NULL)
+    if (dq_pool_cache.head != NULL) {
+        dq_pool_cache.head->batch_owner = dq_pool_cache.owner;
         batch_push(dq_pool_cache.head);
+    }
     dq_pool_cache.head = NULL;
 }
 
@@ -139,14 +142,18 @@ static int grow(void)
 
     for (uint32_t b = 0; b < CHUNK_NODES; b += DQ_POOL_BATCH) {
         for (uint32_t i = b; i < b + DQ_POOL_BATCH; i++) {
-            chunk[i].aux_next = i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL;
+            atomic_store_explicit(&chunk[i].next,
+                                  i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL,
+                                  memory_order_relaxed);
             chunk[i].pool_ahead = i + DQ_POOL_AHEAD < b + DQ_POOL_BATCH
                                       ? &chunk[i + DQ_POOL_AHEAD] : NULL;
         }
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
             chunk[b].pool_first[j] = base + b + 1 + j;
+        chunk[b].batch_owner = NULL; /* no node was ever posted */
         if (b == 0) {
             dq_pool_cache.head = &chunk[0];
+            dq_pool_cache.owner = NULL;
         } else {
             batch_push(&chunk[b]);
         }
@@ -175,6 +182,7 @@ dq_node *dq_pool_get_slow(void)
     if (head != NULL) {
         prefetch_batch(head);
         dq_pool_cache.head = head;
+        dq_pool_cache.owner = head->batch_owner;
     } else if (grow() != 0) {
         return NULL;
     }
@@ -183,17 +191,23 @@ dq_node *dq_pool_get_slow(void)
 
 void dq_pool_unget(dq_node *n)
 {
-    n->aux_next = dq_pool_cache.head;
+    atomic_store_explicit(&n->next, dq_pool_cache.head, memory_order_relaxed);
     dq_pool_cache.head = n;
+    /* relaxed: our own store, if the post stored it */
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != dq_pool_cache.owner)
+        dq_pool_cache.owner = DQ_POOL_MIXED;
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
-    n->aux_next = NULL;
+    /* relaxed: the looper's own nodes, published by batch_push */
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
     n->pool_ahead = NULL;
+    void *owner = atomic_load_explicit(&n->owner, memory_order_relaxed);
     if (b->count == 0) {
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
             n->pool_first[j] = DQ_POOL_NO_INDEX;
+        b->owner = owner;
     } else if (b->count < DQ_POOL_AHEAD) {
         b->head->pool_first[b->count - 1] = n->index;
     }
@@ -201,8 +215,10 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
     if (b->count >= DQ_POOL_AHEAD)
         (*slot)->pool_ahead = n;
     *slot = n;
+    if (b->owner != owner)
+        b->owner = DQ_POOL_MIXED;
     if (b->tail != NULL)
-        b->tail->aux_next = n;
+        atomic_store_explicit(&b->tail->next, n, memory_order_relaxed);
     else
         b->head = n;
     b->tail = n;
@@ -212,7 +228,9 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 
 void dq_pool_batch_flush(dq_pool_batch *b)
 {
-    if (b->head != NULL)
+    if (b->head != NULL) {
+        b->head->batch_owner = b->owner;
         batch_push(b->head);
+    }
     dq_pool_batch_init(b);
 }

@@ -226,6 +226,34 @@ Test(api, recycled_node_tokens_belong_to_their_new_queue)
     dq_unref(other);
 }
 
+/* A post skips the owner when its cached batch is all the queue's own
+   (dq_pool_cache): when the pool runs dry and grows, the fresh nodes
+   still get their owner stored, and so their tokens name the queue. */
+Test(api, tokens_of_fresh_nodes_after_recycled_ones)
+{
+    /* a multiple of the pool's chunk (4096 nodes), so that these posts use
+       up every node the pool has made and, once delivered, every free node
+       is q's; the posts below then drain q's batches and grow the pool */
+    enum { RECYCLED = 65536, POSTED = 70000 };
+    static dq_token t[POSTED];
+    dq_msg m = msg_what(&target_a, 1), out;
+    for (int i = 0; i < RECYCLED; i++)
+        cr_assert_eq(dq_post(q, &m, NULL), 0);
+    for (int i = 0; i < RECYCLED; i++)
+        cr_assert_eq(dq_try_next(q, &out), 0);
+    for (int i = 0; i < 4; i++) /* idle transitions end the grace periods */
+        cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
+    for (int i = 0; i < POSTED; i++)
+        cr_assert_eq(dq_post(q, &m, &t[i]), 0);
+    dq_queue *other = dq_create(NULL);
+    for (int i = 0; i < POSTED; i++) {
+        cr_assert_eq(dq_cancel(other, t[i]), -ENOENT, "post %d", i);
+        cr_assert_eq(dq_cancel(q, t[i]), 0, "post %d", i);
+    }
+    cr_assert_eq(dq_pending(q), 0);
+    dq_unref(other);
+}
+
 static void *other_consumer(void *arg)
 {
     dq_msg out;
