@@ -32,8 +32,12 @@
  *                    link), as a looper does
  *   +owner read      the same, and the post reads line 1 (the owner)
  *   +pool chain      the same, but the next node is found through a link
- *                    in line 1 of the current one (with a hint to the node
+ *     through line 1 in line 1 of the current one (with a hint to the node
  *                    7 ahead for the prefetch), as the pool's batches were
+ *                    until the chain moved to line 0
+ *   +pool chain      from +scattered: the link and the hint are in line 0
+ *     in line 0      (over the dead next and due) and line 1 is not read,
+ *                    as the pool's batches are now
  *   dq_post_at       deliqueue itself: 10k far-future background messages;
  *                    between rounds its looper thread removes the round's
  *                    messages and sweeps (as queue_bench's insert rounds)
@@ -98,9 +102,12 @@ typedef struct wide_node { /* dq_node's old layout: producer half in lines 0-1 *
 } wide_node;
 
 typedef struct pool_node { /* dq_node's memory: line 0 written, line 1 read */
-    _Alignas(64) struct pool_node *next;
+    _Alignas(64) struct pool_node *next; /* +pool chain in line 0: the chain */
     uint64_t state;
-    int64_t  due;
+    union {
+        int64_t due;
+        struct pool_node *ahead0; /* +pool chain in line 0: the hint */
+    };
     char     payload[40];
     _Alignas(64) void *owner;     /* line 1: read by a post */
     struct pool_node *aux_next;   /* the pool's chain */
@@ -167,14 +174,22 @@ static void *recycler_main(void *arg)
                 r->sum += (uint64_t)n->msg.what;
                 n->msg.flags = 0;   /* any write: the line is ours now */
             }
-        } else if (job == 4) {
+        } else if (job == 4 || job == 5) {
             for (int i = 0; i < ROUND_PUSHES; i++) {
                 pool_node *n = r->picked[i];
+                pool_node *next = i + 1 < ROUND_PUSHES ? r->picked[i + 1] : NULL;
+                pool_node *ahead = i + PREFETCH_AHEAD < ROUND_PUSHES
+                                       ? r->picked[i + PREFETCH_AHEAD] : NULL;
                 r->sum += (uint64_t)n->due;
                 n->state += 8;      /* generation bump, line 0 */
                 n->looper[0] = 0;   /* the looper's reset, line 1 */
-                n->aux_next = i + 1 < ROUND_PUSHES ? r->picked[i + 1] : NULL;
-                n->ahead = i + PREFETCH_AHEAD < ROUND_PUSHES ? r->picked[i + PREFETCH_AHEAD] : NULL;
+                if (job == 4) {     /* the pool's links in line 1 */
+                    n->aux_next = next;
+                    n->ahead = ahead;
+                } else {            /* in line 0 */
+                    n->next = next;
+                    n->ahead0 = ahead;
+                }
             }
         } else {
             dq_match burst = { .target = &burst_target };
@@ -235,17 +250,17 @@ static void pick_pool_nodes(recycler *r, uint64_t *rng)
 /* ---- the cases ----------------------------------------------------------- */
 
 enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
-       SCATTERED, OWNER_READ, POOL_CHAIN, DELIQUEUE, NCASES };
+       SCATTERED, OWNER_READ, POOL_CHAIN, LINE0_CHAIN, DELIQUEUE, NCASES };
 static const char *const case_name[NCASES] = {
     "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
     "+recycled by the consumer", "+prefetch 7 ahead",
     "1 line, recycled, prefetch", "+scattered over 11k nodes", "+owner read in line 1",
-    "+pool chain through line 1", "dq_post_at",
+    "+pool chain through line 1", "+pool chain in line 0", "dq_post_at",
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
     FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
-    SCATTERED, OWNER_READ, POOL_CHAIN,
+    SCATTERED, OWNER_READ, SCATTERED, LINE0_CHAIN,
 };
 
 static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
@@ -282,6 +297,13 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         head = r->picked[0];
         for (int i = 1; i < (int)PREFETCH_AHEAD; i++) /* as a batch's pool_first */
             prefetch_pool_node(r->picked[i], true);
+        break;
+    case LINE0_CHAIN:
+        pick_pool_nodes(r, rng);
+        recycle(r, 5);
+        head = r->picked[0];
+        for (int i = 1; i < (int)PREFETCH_AHEAD; i++)
+            prefetch_pool_node(r->picked[i], false);
         break;
     default:
         break;
@@ -338,6 +360,15 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
             if (n->ahead != NULL)
                 prefetch_pool_node(n->ahead, true);
             post_pool_node(n, m, when + i, true);
+        }
+        break;
+    case LINE0_CHAIN:
+        for (int i = 0; head != NULL; i++) {
+            pool_node *n = head;
+            head = n->next;
+            if (n->ahead0 != NULL)
+                prefetch_pool_node(n->ahead0, false);
+            post_pool_node(n, m, when + i, false);
         }
         break;
     case DELIQUEUE:
