@@ -43,6 +43,7 @@ def dq_dispatchable_library(
         name,
         srcs,
         copts = [],
+        opt_copts = [],
         hdrs = [],
         deps = [],
         testonly = False,
@@ -55,6 +56,8 @@ def dq_dispatchable_library(
         of the cc_library it replaces.
       srcs: the sources (compiled once per variant when dispatched).
       copts: compiler options of every copy.
+      opt_copts: more options of every copy, after copts; may be a select()
+        (copts may not: it is itself the value of one).
       hdrs: public headers.
       deps: dependencies (shared by both copies).
       testonly: as cc_library.
@@ -70,7 +73,7 @@ def dq_dispatchable_library(
             name = copy,
             srcs = srcs + ["//arch:atomics_name.c"],
             hdrs = hdrs,
-            copts = copts + flags + ["-fPIC"],
+            copts = copts + flags + ["-fPIC"] + opt_copts,
             deps = deps,
             linkstatic = True,
             testonly = testonly,
@@ -117,7 +120,7 @@ def dq_dispatchable_library(
         copts = select({
             DISPATCH: ["-std=c11"],
             "//conditions:default": copts,
-        }),
+        }) + opt_copts,
         deps = deps,
         testonly = testonly,
         visibility = visibility,

@@ -136,7 +136,7 @@ void dq_wake_consumer(dq_queue *q)
        loses to a newer sleep word, the consumer is bound to see the change
        itself. */
     int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
-    if (s != DQ_AWAKE)
+    if (dq_sleep_word_asleep(s))
         wake_sleeper(q, s);
 }
 
@@ -187,11 +187,53 @@ static _Thread_local struct {
     uintptr_t       top;
 } contended_push;
 
+/* A push succeeded: hand out the token and wake a sleeping consumer.
+   Returns the post's result (0). */
+static inline __attribute__((always_inline)) int
+post_pushed(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+            uint64_t gen, dq_token *tok)
+{
+    if (tok != NULL)
+        *tok = dq_node_token(n, gen);
+    /* seq_cst: with the push CAS before it this is one half of a Dekker
+       pair; the consumer stores its sleep word and then re-reads the top
+       (both seq_cst), so either it sees our node or we see it asleep. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (__builtin_expect(dq_sleep_word_asleep(s), 0))
+        return wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
+    return 0;
+}
+
+/* The push CAS failed (another producer pushed first, or a spurious
+   failure): retry with the top it returned, then remember the top we
+   installed for this thread's next push here (contended_push).  Out of
+   line, as post_refused. */
+static __attribute__((noinline)) int
+post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+                    bool barrier, uint64_t gen, uintptr_t top, dq_token *tok)
+{
+    for (;;) {
+        if (__builtin_expect(top & DQ_TOP_QUIT, 0))
+            return post_refused(n, gen, barrier, tok);
+        atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
+        /* seq_cst, relaxed on failure: as in post_node_with */
+        if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
+                                                  memory_order_seq_cst,
+                                                  memory_order_relaxed))
+            break;
+    }
+    contended_push.q = q;
+    contended_push.top = (uintptr_t)n;
+    return post_pushed(n, q, m, due, gen, tok);
+}
+
 /* Every post, once it has node n.  Inlined into its callers; every rare
    path leaves by a tail call, so the common case is straight-line code
    around the one CAS with no value kept across a call, and it stores
-   nothing but the node's line 0, the cache head and the top
-   (bench/push_decomp measures it against the floor). */
+   nothing but the node's line 0, the magazine cursor or cache head, the
+   contention note and the top.  On x86 the locked CAS lets no later
+   instruction overlap it, so a post costs the CAS plus its instruction
+   count: every instruction on this path counts (bench/push_decomp). */
 static inline __attribute__((always_inline)) int
 post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
                bool barrier, dq_token *tok)
@@ -220,36 +262,20 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
     uintptr_t top = contended_push.q == q
                         ? contended_push.top
                         : atomic_load_explicit(&q->top, memory_order_relaxed);
-    bool retried = false;
-    for (;;) {
-        if (__builtin_expect(top & DQ_TOP_QUIT, 0))
-            return post_refused(n, gen, barrier, tok);
-        atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
-        /* seq_cst (a release RMW at least): publishes the node to the
-           looper's and walkers' acquire loads of top, and orders the push
-           before our read of the sleep word (Dekker, below).  Failure:
-           relaxed, we only retry with the fresh top. */
-        if (__builtin_expect(atomic_compare_exchange_weak_explicit(
-                                 &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
-                                 memory_order_relaxed), 1))
-            break;
-        retried = true;
-    }
-    if (__builtin_expect(retried, 0)) {
-        contended_push.q = q;
-        contended_push.top = (uintptr_t)n;
-    } else if (contended_push.q != NULL) {
-        contended_push.q = NULL;
-    }
-    if (tok != NULL)
-        *tok = dq_node_token(n, gen);
-    /* seq_cst: with the push CAS before it this is one half of a Dekker
-       pair; the consumer stores its sleep word and then re-reads the top
-       (both seq_cst), so either it sees our node or we see it asleep. */
-    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
-    if (__builtin_expect(s != DQ_AWAKE, 0))
-        return wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
-    return 0;
+    if (__builtin_expect(top & DQ_TOP_QUIT, 0))
+        return post_refused(n, gen, barrier, tok);
+    /* top is a node pointer now (no tag bit): no mask */
+    atomic_store_explicit(&n->next, (dq_node *)top, memory_order_relaxed);
+    /* seq_cst (a release RMW at least): publishes the node to the
+       looper's and walkers' acquire loads of top, and orders the push
+       before our read of the sleep word (Dekker, post_pushed).  Failure:
+       relaxed, the retry only needs the fresh top. */
+    if (__builtin_expect(!atomic_compare_exchange_weak_explicit(
+                             &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
+                             memory_order_relaxed), 0))
+        return post_push_contended(n, q, m, due, barrier, gen, top, tok);
+    contended_push.q = NULL; /* one store: cheaper here than a test */
+    return post_pushed(n, q, m, due, gen, tok);
 }
 
 /* The pool cache ran dry: refill it, then post (a tail call from post_node). */

@@ -18,6 +18,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +532,7 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     }
     uint32_t seen = dq_event_read(&q->wake);
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
+    assert(dq_sleep_word_asleep(word)); /* deadline > now >= 0 */
     /* seq_cst store then seq_cst loads: our half of the Dekker pairs with
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */

@@ -73,11 +73,14 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
    pool_first indices), so no post pays a serial cache miss for the chase
    through recycled nodes the looper last wrote.  Hints only: they are
    prefetched, never dereferenced, so a stale one (after dq_pool_unget)
-   costs a useless prefetch and nothing else. */
+   costs a useless prefetch and nothing else.  A member with no member
+   DQ_POOL_AHEAD further on names dq_pool_hint_sink, never NULL, so a post
+   prefetches without a test. */
 #define DQ_POOL_AHEAD 7u
 #define DQ_POOL_NO_INDEX UINT32_MAX /* beyond every index: dq_pool_node gives NULL */
 
 typedef struct dq_node dq_node;
+extern struct dq_node dq_pool_hint_sink __attribute__((visibility("hidden")));
 
 /* The message as a node stores it: dq_msg's first 40 bytes, with flags in
    dq_msg's padding hole after arg2 and without `when`, which the node's due
@@ -229,8 +232,7 @@ static inline dq_node *dq_pool_get_cached(void)
         return NULL;
     /* relaxed: the chain is this thread's since it took the batch */
     dq_pool_cache.head = atomic_load_explicit(&n->next, memory_order_relaxed);
-    if (n->pool_ahead != NULL)
-        dq_prefetch_node_for_post(n->pool_ahead);
+    dq_prefetch_node_for_post(n->pool_ahead);
     return n;
 }
 /* Refill the cache from the shared pool (or grow it), then take a node;

@@ -45,9 +45,16 @@ static inline dq_node *dq_top_node(uintptr_t top)
 #define DQ_USERS_QUIT (UINT64_C(1) << 63)
 
 /* q->sleep: DQ_AWAKE, or the consumer's wake-up deadline with the low bit
-   set while sync messages are held by a barrier. */
+   set while sync messages are held by a barrier.  A deadline is always
+   later than some dq_now() >= 0, so every word but DQ_AWAKE is >= 0 and a
+   post tests the sign (one compare with memory, no 64-bit constant). */
 #define DQ_AWAKE   INT64_MIN
 #define DQ_HELD    INT64_C(1)
+_Static_assert(DQ_AWAKE < 0, "the sleep word's sign tells awake");
+static inline bool dq_sleep_word_asleep(int64_t s)
+{
+    return s >= 0;
+}
 
 enum dq_quit_mode { DQ_RUNNING = 0, DQ_QUIT_SAFELY = 1, DQ_QUIT_NOW = 2 };
 
