@@ -30,6 +30,12 @@
  *                    an array and prefetched 7 ahead; between rounds the
  *                    consumer writes both lines of each (retire, pool
  *                    link), as a looper does
+ *   +48 moves        from +scattered: 48 independent register moves per
+ *                    post, no memory access.  On x86 the locked CAS lets no
+ *                    other instruction of the loop overlap it, so a post
+ *                    costs the CAS plus its instruction count; this row
+ *                    prices instructions (dq_post_at's path has ~65, the
+ *                    synthetic steps ~20)
  *   +owner read      the same, and the post reads line 1 (the owner)
  *   +pool chain      the same, but the next node is found through a link
  *     through line 1 in line 1 of the current one (with a hint to the node
@@ -230,6 +236,33 @@ static inline void post_pool_node(pool_node *n, const dq_msg *m, int64_t due,
     push(n, (void **)&n->next);
 }
 
+/* 48 register moves with no dependency between them and no memory
+   access: what an instruction costs next to the CAS. */
+static inline void spend_48_instructions(uint64_t *sum)
+{
+#if defined(__x86_64__)
+#define MOV8 "mov $1,%0\n\tmov $2,%1\n\tmov $3,%2\n\tmov $4,%3\n\t" \
+             "mov $5,%4\n\tmov $6,%5\n\tmov $7,%6\n\tmov $8,%7\n\t"
+    uint64_t a, b, c, d, e, f, g, h;
+    __asm__ volatile(MOV8 MOV8 MOV8 MOV8 MOV8 MOV8
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d), "=r"(e), "=r"(f),
+                       "=r"(g), "=r"(h));
+#undef MOV8
+    *sum += a ^ h;
+#elif defined(__aarch64__)
+#define MOV8 "mov %0,#1\n\tmov %1,#2\n\tmov %2,#3\n\tmov %3,#4\n\t" \
+             "mov %4,#5\n\tmov %5,#6\n\tmov %6,#7\n\tmov %7,#8\n\t"
+    uint64_t a, b, c, d, e, f, g, h;
+    __asm__ volatile(MOV8 MOV8 MOV8 MOV8 MOV8 MOV8
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d), "=r"(e), "=r"(f),
+                       "=r"(g), "=r"(h));
+#undef MOV8
+    *sum += a ^ h;
+#else
+    (void)sum;
+#endif
+}
+
 /* This round's nodes of the pool case: ROUND_PUSHES distinct nodes of the
    region in random order (a partial Fisher-Yates shuffle). */
 static void pick_pool_nodes(recycler *r, uint64_t *rng)
@@ -250,17 +283,18 @@ static void pick_pool_nodes(recycler *r, uint64_t *rng)
 /* ---- the cases ----------------------------------------------------------- */
 
 enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
-       SCATTERED, OWNER_READ, POOL_CHAIN, LINE0_CHAIN, DELIQUEUE, NCASES };
+       SCATTERED, MOVES, OWNER_READ, POOL_CHAIN, LINE0_CHAIN, DELIQUEUE, NCASES };
 static const char *const case_name[NCASES] = {
     "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
     "+recycled by the consumer", "+prefetch 7 ahead",
-    "1 line, recycled, prefetch", "+scattered over 11k nodes", "+owner read in line 1",
+    "1 line, recycled, prefetch", "+scattered over 11k nodes", "+48 register moves",
+    "+owner read in line 1",
     "+pool chain through line 1", "+pool chain in line 0", "dq_post_at",
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
     FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
-    SCATTERED, OWNER_READ, SCATTERED, LINE0_CHAIN,
+    SCATTERED, SCATTERED, OWNER_READ, SCATTERED, LINE0_CHAIN,
 };
 
 static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
@@ -287,6 +321,7 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         recycle(r, 2);
         break;
     case SCATTERED:
+    case MOVES:
     case OWNER_READ:
         pick_pool_nodes(r, rng);
         recycle(r, 4);
@@ -351,6 +386,14 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
             if (i + PREFETCH_AHEAD < ROUND_PUSHES)
                 prefetch_pool_node(r->picked[i + PREFETCH_AHEAD], c == OWNER_READ);
             post_pool_node(r->picked[i], m, when + i, c == OWNER_READ);
+        }
+        break;
+    case MOVES:
+        for (int i = 0; i < ROUND_PUSHES; i++) {
+            if (i + PREFETCH_AHEAD < ROUND_PUSHES)
+                prefetch_pool_node(r->picked[i + PREFETCH_AHEAD], false);
+            spend_48_instructions(&r->sum);
+            post_pool_node(r->picked[i], m, when + i, false);
         }
         break;
     case POOL_CHAIN:
