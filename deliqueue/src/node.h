@@ -74,13 +74,12 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
    through recycled nodes the looper last wrote.  Hints only: they are
    prefetched, never dereferenced, so a stale one (after dq_pool_unget)
    costs a useless prefetch and nothing else.  A member with no member
-   DQ_POOL_AHEAD further on names dq_pool_hint_sink, never NULL, so a post
-   prefetches without a test. */
+   DQ_POOL_AHEAD further on names itself (a line the post is about to
+   write anyway), never NULL, so a post prefetches without a test. */
 #define DQ_POOL_AHEAD 7u
 #define DQ_POOL_NO_INDEX UINT32_MAX /* beyond every index: dq_pool_node gives NULL */
 
 typedef struct dq_node dq_node;
-extern struct dq_node dq_pool_hint_sink __attribute__((visibility("hidden")));
 
 /* The message as a node stores it: dq_msg's first 40 bytes, with flags in
    dq_msg's padding hole after arg2 and without `when`, which the node's due

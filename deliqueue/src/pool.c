@@ -36,8 +36,6 @@ static _Atomic uint64_t batch_top;
 
 _Thread_local struct dq_pool_cache dq_pool_cache;
 const char dq_pool_mixed_owner;
-/* Only ever prefetched (node.h, DQ_POOL_AHEAD). */
-struct dq_node dq_pool_hint_sink;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -148,7 +146,7 @@ static int grow(void)
                                   i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL,
                                   memory_order_relaxed);
             chunk[i].pool_ahead = i + DQ_POOL_AHEAD < b + DQ_POOL_BATCH
-                                      ? &chunk[i + DQ_POOL_AHEAD] : &dq_pool_hint_sink;
+                                      ? &chunk[i + DQ_POOL_AHEAD] : &chunk[i];
         }
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
             chunk[b].pool_first[j] = base + b + 1 + j;
@@ -194,7 +192,7 @@ dq_node *dq_pool_get_slow(void)
 void dq_pool_unget(dq_node *n)
 {
     atomic_store_explicit(&n->next, dq_pool_cache.head, memory_order_relaxed);
-    n->pool_ahead = &dq_pool_hint_sink; /* the post wrote due over it */
+    n->pool_ahead = n; /* the post wrote due over it */
     dq_pool_cache.head = n;
     /* relaxed: our own store, if the post stored it */
     if (atomic_load_explicit(&n->owner, memory_order_relaxed) != dq_pool_cache.owner)
@@ -205,7 +203,7 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
     /* relaxed: the looper's own nodes, published by batch_push */
     atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
-    n->pool_ahead = &dq_pool_hint_sink;
+    n->pool_ahead = n;
     void *owner = atomic_load_explicit(&n->owner, memory_order_relaxed);
     if (b->count == 0) {
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
