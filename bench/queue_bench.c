@@ -294,6 +294,94 @@ static void consumer_sweep(const bench_contender *c, void *q)
         die("sweep (a message fell due, or an error)", c, err ? err : EPROTO);
 }
 
+/* Thread attributes that bind a thread to the k-th CPU this process may run
+   on (counting from the last one down, modulo their number); false, and
+   nothing bound, when there is only one. */
+static bool attr_on_cpu(pthread_attr_t *attr, int k)
+{
+    cpu_set_t allowed, one;
+    pthread_attr_init(attr);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
+        return false;
+    int want = CPU_COUNT(&allowed) - 1 - k % CPU_COUNT(&allowed), seen = 0;
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &allowed) && seen++ == want) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    return pthread_attr_setaffinity_np(attr, sizeof(one), &one) == 0;
+}
+
+/* ---- machine probe ----------------------------------------------------- */
+
+/* On this project's KVM guests the round trip of a cache line between the
+   two vCPUs flips between about 110 and 500 ns from one second to the
+   next, and every queue whose consumer hands memory back to its producer
+   pays it, while the floor (own nodes, no consumer) does not.  So each
+   insert point at depth 10k records the round trip just before it runs:
+   its column says which phase of the machine that contender's point got. */
+#define PROBE_TRIPS 2000
+
+typedef struct probe {
+    _Alignas(64) _Atomic long ball;   /* odd: the pitcher's turn is over */
+    int64_t ns;
+} probe;
+
+static void *probe_echo(void *arg)
+{
+    probe *p = arg;
+    for (long i = 1; i <= PROBE_TRIPS; i++) {
+        long b;
+        while ((b = atomic_load_explicit(&p->ball, memory_order_acquire)) != 2 * i - 1)
+            if (b < 0)
+                return NULL; /* no pitcher */
+        atomic_store_explicit(&p->ball, 2 * i, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *probe_pitch(void *arg)
+{
+    probe *p = arg;
+    int64_t t0 = bench_now();
+    for (long i = 1; i <= PROBE_TRIPS; i++) {
+        atomic_store_explicit(&p->ball, 2 * i - 1, memory_order_release);
+        while (atomic_load_explicit(&p->ball, memory_order_acquire) != 2 * i)
+            ;
+    }
+    p->ns = bench_now() - t0;
+    return NULL;
+}
+
+/* The mean round trip in ns of one cache line between the process's last
+   two CPUs (acquire/release hand-offs, PROBE_TRIPS of them); NaN with
+   fewer than two CPUs. */
+static double cross_core_round_trip_ns(void)
+{
+    probe *p = aligned_alloc(64, sizeof(*p));
+    if (p == NULL)
+        return NAN;
+    atomic_init(&p->ball, 0);
+    pthread_attr_t a0, a1;
+    pthread_t t0, t1;
+    double rtt = NAN;
+    if (attr_on_cpu(&a0, 0) && attr_on_cpu(&a1, 1) &&
+        pthread_create(&t1, &a1, probe_echo, p) == 0) {
+        if (pthread_create(&t0, &a0, probe_pitch, p) == 0) {
+            pthread_join(t0, NULL);
+            rtt = (double)p->ns / PROBE_TRIPS;
+        } else {
+            atomic_store(&p->ball, -1); /* releases the echo */
+        }
+        pthread_join(t1, NULL);
+    }
+    pthread_attr_destroy(&a0);
+    pthread_attr_destroy(&a1);
+    free(p);
+    return rtt;
+}
+
 /* ---- insert into a busy queue ------------------------------------------ */
 
 #define INSERT_WHENS 65536     /* per producer, reused cyclically */
@@ -395,6 +483,7 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
     fill_queue(c, run->q, depth, base, !cfg->random_fill, NULL);
     consumer_sweep(c, run->q);
 
+    double probe_rtt = depth == 10000 ? cross_core_round_trip_ns() : NAN;
     run->nproducers = nproducers;
     pthread_barrier_init(&run->start, NULL, (unsigned)nproducers + 1);
     pthread_barrier_init(&run->done, NULL, (unsigned)nproducers + 1);
@@ -483,6 +572,13 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
         stats_put(stats_metric_get(&results, "queues", "insert", name, "CPU ns/msg",
                                    false, depth, nproducers),
                   col, rep, sweep_ns / (double)ops);
+    }
+    if (!isnan(probe_rtt)) {
+        snprintf(name, sizeof(name), "cross-core round trip before the point, depth %ld, %d producer%s",
+                 depth, nproducers, nproducers > 1 ? "s" : "");
+        stats_put(stats_metric_get(&results, "queues", "insert", name,
+                                   "ns (machine probe)", false, depth, nproducers),
+                  col, rep, probe_rtt);
     }
 }
 
@@ -726,25 +822,6 @@ static void *paced_producer_main(void *arg)
         nanosleep(&gap, NULL);
     }
     return NULL;
-}
-
-/* Thread attributes that bind a thread to the k-th CPU this process may run
-   on (counting from the last one down, modulo their number); false, and
-   nothing bound, when there is only one. */
-static bool attr_on_cpu(pthread_attr_t *attr, int k)
-{
-    cpu_set_t allowed, one;
-    pthread_attr_init(attr);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-        return false;
-    int want = CPU_COUNT(&allowed) - 1 - k % CPU_COUNT(&allowed), seen = 0;
-    CPU_ZERO(&one);
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-        if (CPU_ISSET(cpu, &allowed) && seen++ == want) {
-            CPU_SET(cpu, &one);
-            break;
-        }
-    return pthread_attr_setaffinity_np(attr, sizeof(one), &one) == 0;
 }
 
 static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
