@@ -11,8 +11,8 @@
  *   looper       prev, heap, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         while FREE in the pool: next (the batch's chain) and
- *                pool_ahead (over due) in line 0; batch_next, batch_owner
+ *   pool         while FREE in the pool: pool_ahead (over due) in line 0;
+ *                aux_next (the batch's chain), batch_next, batch_owner
  *                and pool_first (over the looper's dead
  *                prev/retire_epoch/limbo_next) in line 1 of a batch's head
  *
@@ -67,7 +67,7 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_SWEPT    1u /* the looper has met it in the stack */
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
-/* Prefetch hints of a pooled batch (a chain through next).  Popping
+/* Prefetch hints of a pooled batch (a chain through aux_next).  Popping
    member k of a batch prefetches member k + DQ_POOL_AHEAD (its pool_ahead),
    and taking a batch prefetches members 1 .. DQ_POOL_AHEAD - 1 (the head's
    pool_first indices), so no post pays a serial cache miss for the chase
@@ -93,18 +93,22 @@ typedef struct dq_payload {
 } dq_payload;
 
 /* Layout, two cache lines: a post writes line 0 (link, state, due key
-   and payload), and while the node is in the pool line 0 also holds the
-   links a post pops it through (the chain in next, the prefetch hint over
-   due).  Line 1 holds the owner and the looper's bookkeeping; a post
-   reads it only when its batch's owner is not the queue posted to (see
-   dq_pool_cache).  So a common post moves one line, the one it writes,
-   from the looper's core to the producer's, a delivery reads one line the
-   producer wrote, and a message costs the consumer two lines of cache, as
-   a malloc'd handoff node of 80-96 bytes does (bench/push_decomp measures
-   the post against the floor). */
+   and payload); while the node is in the pool, line 0 also holds the
+   prefetch hint (over due).  Line 1 holds the owner, the removal and pool
+   links and the looper's bookkeeping: a post reads it for the pool's
+   chain, and writes it only when the owner changes (not even reads the
+   owner when its batch is all the queue's, dq_pool_cache).  The chain
+   stays out of next, so that a node a bug left linked in a stack cannot
+   splice the stack into the pool (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is
+   then a cycle the nomem test sees, tools/MUTANTS.notes.md).  So a post
+   moves the line it writes from the looper's core to the producer's and
+   reads the other, a delivery reads one line the producer wrote, and a
+   message costs the consumer two lines of cache, as a malloc'd handoff
+   node of 80-96 bytes does (bench/push_decomp measures the post against
+   the floor). */
 struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
-    /* stack link toward older nodes; in the pool, the batch's chain */
+    /* stack link toward older nodes */
     alignas(64) _Atomic(dq_node *) next;
     _Atomic uint64_t    state;
     union {
@@ -114,7 +118,7 @@ struct dq_node {
     dq_payload          msg;
     /* -- line 1: owner; removal list and pool links; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
-    dq_node            *aux_next;    /* removal and looper lists */
+    dq_node            *aux_next;    /* removal and looper lists; pool chain */
     _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
     uint32_t            index;       /* pool index, immutable */
     void               *batch_owner; /* pool, a batch's head: see dq_pool_cache */
@@ -207,7 +211,7 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
 extern const char dq_pool_mixed_owner __attribute__((visibility("hidden")));
 #define DQ_POOL_MIXED ((void *)&dq_pool_mixed_owner)
 
-/* The calling thread's cached batch: a chain through next that only this
+/* The calling thread's cached batch: a chain through aux_next that only this
    thread touches (given back to the pool when the thread exits).  It
    keeps no count, so a post stores nothing here but the new head.
    owner is every cached node's owner, or DQ_POOL_MIXED: a looper retires
@@ -229,8 +233,7 @@ static inline dq_node *dq_pool_get_cached(void)
     dq_node *n = dq_pool_cache.head;
     if (__builtin_expect(n == NULL, 0))
         return NULL;
-    /* relaxed: the chain is this thread's since it took the batch */
-    dq_pool_cache.head = atomic_load_explicit(&n->next, memory_order_relaxed);
+    dq_pool_cache.head = n->aux_next;
     dq_prefetch_node_for_post(n->pool_ahead);
     return n;
 }

@@ -142,9 +142,7 @@ static int grow(void)
 
     for (uint32_t b = 0; b < CHUNK_NODES; b += DQ_POOL_BATCH) {
         for (uint32_t i = b; i < b + DQ_POOL_BATCH; i++) {
-            atomic_store_explicit(&chunk[i].next,
-                                  i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL,
-                                  memory_order_relaxed);
+            chunk[i].aux_next = i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL;
             chunk[i].pool_ahead = i + DQ_POOL_AHEAD < b + DQ_POOL_BATCH
                                       ? &chunk[i + DQ_POOL_AHEAD] : &chunk[i];
         }
@@ -191,7 +189,7 @@ dq_node *dq_pool_get_slow(void)
 
 void dq_pool_unget(dq_node *n)
 {
-    atomic_store_explicit(&n->next, dq_pool_cache.head, memory_order_relaxed);
+    n->aux_next = dq_pool_cache.head;
     n->pool_ahead = n; /* the post wrote due over it */
     dq_pool_cache.head = n;
     /* relaxed: our own store, if the post stored it */
@@ -201,8 +199,7 @@ void dq_pool_unget(dq_node *n)
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
-    /* relaxed: the looper's own nodes, published by batch_push */
-    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    n->aux_next = NULL;
     n->pool_ahead = n;
     void *owner = atomic_load_explicit(&n->owner, memory_order_relaxed);
     if (b->count == 0) {
@@ -219,7 +216,7 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
     if (b->owner != owner)
         b->owner = DQ_POOL_MIXED;
     if (b->tail != NULL)
-        atomic_store_explicit(&b->tail->next, n, memory_order_relaxed);
+        b->tail->aux_next = n;
     else
         b->head = n;
     b->tail = n;
