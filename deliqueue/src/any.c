@@ -230,8 +230,8 @@ post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
 /* Every post, once it has node n.  Inlined into its callers; every rare
    path leaves by a tail call, so the common case is straight-line code
    around the one CAS with no value kept across a call, and it stores
-   nothing but the node's line 0, the magazine cursor or cache head, the
-   contention note and the top.  On x86 the locked CAS lets no later
+   nothing but the node's line 0, the cache head, the contention note and
+   the top.  On x86 the locked CAS lets no later
    instruction overlap it, so a post costs the CAS plus its instruction
    count: every instruction on this path counts (bench/push_decomp). */
 static inline __attribute__((always_inline)) int
@@ -247,7 +247,7 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
     /* relaxed: read only by dq_cancel after it has matched the generation
        with an acquire load of state, which this store precedes.  Stored
        only when it changes, and not even read when the cached batch is
-       all q's (dq_pool_cache), so the common post touches no line but
+       all q's (dq_pool_cache), so the common post writes no line but
        line 0; an unchanged owner is the value any canceller of this
        generation must see anyway (it was stored before the release that
        handed the node to the looper, and so to the pool and to us). */
