@@ -366,8 +366,10 @@ static double cross_core_round_trip_ns(void)
     pthread_attr_t a0, a1;
     pthread_t t0, t1;
     double rtt = NAN;
-    if (attr_on_cpu(&a0, 0) && attr_on_cpu(&a1, 1) &&
-        pthread_create(&t1, &a1, probe_echo, p) == 0) {
+    /* both, not short-circuited: each initializes its attributes, which
+       are destroyed below whatever it returns */
+    bool bound0 = attr_on_cpu(&a0, 0), bound1 = attr_on_cpu(&a1, 1);
+    if (bound0 && bound1 && pthread_create(&t1, &a1, probe_echo, p) == 0) {
         if (pthread_create(&t0, &a0, probe_pitch, p) == 0) {
             pthread_join(t0, NULL);
             rtt = (double)p->ns / PROBE_TRIPS;
