@@ -201,11 +201,12 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
     n->aux_next = NULL;
     n->pool_ahead = n;
+    /* relaxed: the looper's own store, or one it acquired with the node */
     void *owner = atomic_load_explicit(&n->owner, memory_order_relaxed);
+    b->owner = b->count == 0 || b->owner == owner ? owner : DQ_POOL_MIXED;
     if (b->count == 0) {
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
             n->pool_first[j] = DQ_POOL_NO_INDEX;
-        b->owner = owner;
     } else if (b->count < DQ_POOL_AHEAD) {
         b->head->pool_first[b->count - 1] = n->index;
     }
@@ -213,8 +214,6 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
     if (b->count >= DQ_POOL_AHEAD)
         (*slot)->pool_ahead = n;
     *slot = n;
-    if (b->owner != owner)
-        b->owner = DQ_POOL_MIXED;
     if (b->tail != NULL)
         b->tail->aux_next = n;
     else

@@ -47,7 +47,7 @@ static inline dq_node *dq_top_node(uintptr_t top)
 /* q->sleep: DQ_AWAKE, or the consumer's wake-up deadline with the low bit
    set while sync messages are held by a barrier.  A deadline is always
    later than some dq_now() >= 0, so every word but DQ_AWAKE is >= 0 and a
-   post tests the sign (one compare with memory, no 64-bit constant). */
+   post tests the sign (a test, no 64-bit constant to load and compare). */
 #define DQ_AWAKE   INT64_MIN
 #define DQ_HELD    INT64_C(1)
 _Static_assert(DQ_AWAKE < 0, "the sleep word's sign tells awake");
