@@ -96,7 +96,7 @@ typedef struct dq_payload {
    and payload); while the node is in the pool, line 0 also holds the
    prefetch hint (over due).  Line 1 holds the owner, the removal and pool
    links and the looper's bookkeeping: a post reads it for the pool's
-   chain, and writes it only when the owner changes (not even reads the
+   chain (prefetched with line 0), and writes it only when the owner changes (not even reads the
    owner when its batch is all the queue's, dq_pool_cache).  The chain
    stays out of next, so that a node a bug left linked in a stack cannot
    splice the stack into the pool (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is
@@ -201,10 +201,16 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
-/* Prefetch the line a post touches (the layout above), for write. */
+/* Prefetch both lines a post touches (the layout above): line 0 for
+   write, line 1 (the pool's chain) for read.  Line 1 is not left to the
+   hardware's adjacent-line or stream prefetch: a pool aged by removals
+   hands out nodes in no address order, and without this prefetch the
+   read of aux_next was a demand miss that the post's locked CAS waits
+   for (bench/RESULTS.md, "An aged pool"). */
 static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
     dq_arch_prefetch_for_write(n);
+    dq_arch_prefetch_for_read((const char *)n + 64);
 }
 
 /* DQ_POOL_MIXED as a batch's owner: its nodes' owners differ. */

@@ -60,6 +60,13 @@ static inline void dq_arch_prefetch_for_write(const void *p)
 #endif
 }
 
+/* A read prefetch of the line holding p into every cache level
+   (PREFETCHT0, PRFM PLDL1KEEP); a hint only, like the write one. */
+static inline void dq_arch_prefetch_for_read(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+}
+
 /* AT_HWCAP of this process (0 where there is no auxiliary vector). */
 uint64_t dq_arch_hwcap(void);
 
