@@ -96,8 +96,9 @@ typedef struct dq_payload {
    and payload); while the node is in the pool, line 0 also holds the
    prefetch hint (over due).  Line 1 holds the owner, the removal and pool
    links and the looper's bookkeeping: a post reads it for the pool's
-   chain (prefetched with line 0), and writes it only when the owner changes (not even reads the
-   owner when its batch is all the queue's, dq_pool_cache).  The chain
+   chain (prefetched with line 0), and writes it only when the owner
+   changes (not even reads the owner when its batch is all the queue's,
+   dq_pool_cache).  The chain
    stays out of next, so that a node a bug left linked in a stack cannot
    splice the stack into the pool (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is
    then a cycle the nomem test sees, tools/MUTANTS.notes.md).  So a post
@@ -203,8 +204,9 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 
 /* Prefetch both lines a post touches (the layout above): line 0 for
    write, line 1 (the pool's chain) for read.  Line 1 is not left to the
-   hardware's adjacent-line or stream prefetch: a pool aged by removals
-   hands out nodes in no address order, and without this prefetch the
+   hardware's adjacent-line or stream prefetch: a pool aged by cancels,
+   removals and out-of-order deliveries hands out nodes in no address
+   order, and without this prefetch the
    read of aux_next was a demand miss that the post's locked CAS waits
    for (bench/RESULTS.md, "An aged pool"). */
 static inline void dq_prefetch_node_for_post(const dq_node *n)

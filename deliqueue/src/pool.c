@@ -12,8 +12,9 @@
  * so memory stays bounded however many threads come and go.
  *
  * Chunks are carved from 2 MiB slabs, 2 MiB aligned and advised for
- * transparent huge pages.  Removals and teardowns return nodes in no
- * address order, so after a while a thread's next thousand posts land on
+ * transparent huge pages.  Cancels, removals and deliveries of messages
+ * posted with random delays return nodes in no address order, so after a
+ * while a thread's next thousand posts land on
  * a hundred or more 4 KiB pages, past the first-level TLB: on huge pages
  * the whole pool of a 100k-deep queue is seven TLB entries (bench/
  * RESULTS.md, "An aged pool").  The price is that the first post of a
@@ -140,9 +141,11 @@ static int grow(void)
             pthread_mutex_unlock(&grow_lock);
             return -1;
         }
+#ifdef MADV_HUGEPAGE
         /* a hint: EINVAL where the kernel has no THP, and a no-op when it
            is set to never; then the slab is 4 KiB pages as before */
         (void)madvise(slab_next, SLAB_BYTES, MADV_HUGEPAGE);
+#endif
         slab_left = SLAB_CHUNKS;
     }
     dq_node *chunk = (dq_node *)slab_next;
