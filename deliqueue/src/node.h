@@ -98,10 +98,10 @@ typedef struct dq_payload {
    links and the looper's bookkeeping: a post reads it for the pool's
    chain (prefetched with line 0), and writes it only when the owner
    changes (not even reads the owner when its batch is all the queue's,
-   dq_pool_cache).  The chain
-   stays out of next, so that a node a bug left linked in a stack cannot
-   splice the stack into the pool (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is
-   then a cycle the nomem test sees, tools/MUTANTS.notes.md).  So a post
+   dq_pool_cache).  The chain stays out of next, so that a node a bug
+   left linked in a stack cannot splice the stack into the pool
+   (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is then a cycle the nomem test sees,
+   tools/MUTANTS.notes.md).  So a post
    moves the line it writes from the looper's core to the producer's and
    reads the other, a delivery reads one line the producer wrote, and a
    message costs the consumer two lines of cache, as a malloc'd handoff
@@ -206,9 +206,9 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
    write, line 1 (the pool's chain) for read.  Line 1 is not left to the
    hardware's adjacent-line or stream prefetch: a pool aged by cancels,
    removals and out-of-order deliveries hands out nodes in no address
-   order, and without this prefetch the
-   read of aux_next was a demand miss that the post's locked CAS waits
-   for (bench/RESULTS.md, "An aged pool"). */
+   order, and without this prefetch the read of aux_next was a demand
+   miss that the post's locked CAS waits for (bench/RESULTS.md, "An aged
+   pool"). */
 static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
     dq_arch_prefetch_for_write(n);

@@ -14,10 +14,10 @@
  * Chunks are carved from 2 MiB slabs, 2 MiB aligned and advised for
  * transparent huge pages.  Cancels, removals and deliveries of messages
  * posted with random delays return nodes in no address order, so after a
- * while a thread's next thousand posts land on
- * a hundred or more 4 KiB pages, past the first-level TLB: on huge pages
- * the whole pool of a 100k-deep queue is seven TLB entries (bench/
- * RESULTS.md, "An aged pool").  The price is that the first post of a
+ * while a thread's next thousand posts land on a hundred or more 4 KiB
+ * pages, past the first-level TLB: on huge pages the whole pool of a
+ * 100k-deep queue is seven TLB entries (bench/RESULTS.md, "An aged
+ * pool").  The price is that the first post of a
  * process commits a slab, 2 MiB where THP is on, rather than one chunk.
  */
 #ifndef _GNU_SOURCE
@@ -66,8 +66,10 @@ dq_node *dq_pool_node(uint32_t index)
     return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
 }
 
-static void batch_push(dq_node *head)
+/* Publish a batch whose members' owner is owner (or DQ_POOL_MIXED). */
+static void batch_push(dq_node *head, void *owner)
 {
+    head->batch_owner = owner;
     uint64_t top = atomic_load_explicit(&batch_top, memory_order_relaxed);
     for (;;) {
         atomic_store_explicit(&head->batch_next, (uint32_t)top,
@@ -108,8 +110,7 @@ static void cache_release(void *unused)
 {
     (void)unused;
     if (dq_pool_cache.head != NULL) {
-        dq_pool_cache.head->batch_owner = dq_pool_cache.owner;
-        batch_push(dq_pool_cache.head);
+        batch_push(dq_pool_cache.head, dq_pool_cache.owner);
     }
     dq_pool_cache.head = NULL;
 }
@@ -174,12 +175,11 @@ static int grow(void)
         }
         for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
             chunk[b].pool_first[j] = base + b + 1 + j;
-        chunk[b].batch_owner = NULL; /* no node was ever posted */
         if (b == 0) {
             dq_pool_cache.head = &chunk[0];
             dq_pool_cache.owner = NULL;
         } else {
-            batch_push(&chunk[b]);
+            batch_push(&chunk[b], NULL); /* no node was ever posted */
         }
     }
     return 0;
@@ -252,8 +252,7 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 void dq_pool_batch_flush(dq_pool_batch *b)
 {
     if (b->head != NULL) {
-        b->head->batch_owner = b->owner;
-        batch_push(b->head);
+        batch_push(b->head, b->owner);
     }
     dq_pool_batch_init(b);
 }
