@@ -79,6 +79,16 @@ double stats_ratio_of_medians(const stats_metric *m, int col)
     return base > 0 ? stats_median(m, col) / base : NAN;
 }
 
+double stats_advantage(const stats_metric *m, int col, int rep)
+{
+    if (rep < 0 || rep >= STATS_MAX_REPS || !m->have[0][rep] || !m->have[col][rep])
+        return NAN;
+    double base = m->v[0][rep], other = m->v[col][rep];
+    if (!(base > 0) || !(other > 0))
+        return NAN;
+    return m->higher_better ? base / other : other / base;
+}
+
 /* Three significant digits, without exponents for the usual ranges. */
 static void fmt_value(char *buf, size_t n, double v)
 {

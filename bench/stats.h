@@ -51,6 +51,10 @@ double stats_ratio(const stats_metric *m, int col);
 /* median(col) / median(0): the ratio the tables show, consistent with the
    medians beside it. */
 double stats_ratio_of_medians(const stats_metric *m, int col);
+/* Column 0's advantage over col in repetition rep: v[col] / v[0] when lower
+   is better, v[0] / v[col] when higher is, so that above 1 always means
+   column 0 was better; NaN unless both have a positive sample there. */
+double stats_advantage(const stats_metric *m, int col, int rep);
 
 /* Print every metric of group as a Markdown table, one column per name
    in cols (ncols of them), each cell "median (ratio of medians x)". */

@@ -11,9 +11,11 @@
  * element records its slot index so it can be removed from anywhere in
  * O(log n).
  *
- * DQ_HEAP_DEFINE(prefix, less) generates the functions for one comparator;
- * the library uses dq_heap_* (branchless dq_key_less), the benchmark also
- * instantiates the branchy comparator to measure the difference.
+ * DQ_HEAP_DEFINE(prefix, less) generates the functions for one comparator,
+ * DQ_HEAP_DEFINE_PICK(prefix, less, pick) with its own choice of the
+ * smaller child; the library uses dq_heap_* (branchless dq_key_less, and
+ * dq_heap_pick_smaller), the benchmark also instantiates the branchy
+ * comparator to measure the difference.
  */
 #ifndef DELIQUEUE_HEAP_H
 #define DELIQUEUE_HEAP_H
@@ -95,7 +97,63 @@ static inline const dq_key *dq_heap_peek_key(const dq_heap *h)
 #define DQ_HEAP_SIFT_LIMIT(n) (n)
 #endif
 
-#define DQ_HEAP_DEFINE(P, LESS)                                               \
+/* The sift-down's choice between siblings c and c + 1 (both < count):
+   the index of the smaller.  The generic form adds LESS's 0/1; compilers
+   materialise it with setcc and an add.  The library's own heap uses
+   dq_heap_pick_smaller, which feeds dq_key_less's compare-with-borrow
+   straight into a conditional select: one instruction less on the
+   sift-down's critical path (key loads, compare, choice, next level's
+   address), which is what keeps it level with the branchy comparator
+   when keys never tie and that comparator's branch is always predicted
+   (bench/RESULTS.md, target 4). */
+#define DQ_HEAP_PICK_BY_LESS(LESS, slots, c)                                  \
+    ((c) + (uint32_t)LESS((slots)[(c) + 1].key, (slots)[c].key))
+
+static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t c)
+{
+#if defined(DQ_MUTANT_PICK_LARGER)
+    /* mutant: the select's condition inverted (ge for lt), so the
+       sift-down follows the larger child */
+    return c + (uint32_t)!dq_key_less(slots[c + 1].key, slots[c].key);
+#elif defined(DQ_MUTANT_CMP_SUB_OVERFLOW)
+    /* that mutant is in dq_key_less: let the choice go through it too */
+    return DQ_HEAP_PICK_BY_LESS(dq_key_less, slots, c);
+#elif defined(__x86_64__) && defined(__GNUC__)
+    /* right < left as one signed 128-bit subtraction (seq >= 0, as
+       dq_key_less requires), then cmovl */
+    uint32_t right = c + 1;
+    int64_t borrow_sink = slots[right].key.when;
+    __asm__("cmp   %[lseq], %[rseq]\n\t"
+            "sbb   %[lwhen], %[sink]\n\t"
+            "cmovl %[right], %[pick]"
+            : [sink] "+r"(borrow_sink), [pick] "+r"(c)
+            : [rseq] "r"(slots[right].key.seq), [lseq] "rm"(slots[c].key.seq),
+              [lwhen] "rm"(slots[c].key.when), [right] "r"(right)
+            : "cc");
+    return c;
+#elif defined(__aarch64__) && defined(__GNUC__)
+    uint32_t right = c + 1;
+    __asm__("cmp  %[rseq], %[lseq]\n\t"
+            "sbcs xzr, %[rwhen], %[lwhen]\n\t"
+            "csel %w[pick], %w[right], %w[pick], lt"
+            : [pick] "+r"(c)
+            : [rseq] "r"(slots[right].key.seq), [lseq] "r"(slots[c].key.seq),
+              [rwhen] "r"(slots[right].key.when), [lwhen] "r"(slots[c].key.when),
+              [right] "r"(right)
+            : "cc");
+    return c;
+#else
+    return DQ_HEAP_PICK_BY_LESS(dq_key_less, slots, c);
+#endif
+}
+
+#define DQ_HEAP_PICK_LIBRARY(LESS, slots, c) dq_heap_pick_smaller(slots, c)
+
+/* A heap type P ordered by LESS, whose sift-down picks the smaller child
+   with PICK(LESS, slots, c) (DQ_HEAP_PICK_BY_LESS, or the library's). */
+#define DQ_HEAP_DEFINE(P, LESS) DQ_HEAP_DEFINE_PICK(P, LESS, DQ_HEAP_PICK_BY_LESS)
+
+#define DQ_HEAP_DEFINE_PICK(P, LESS, PICK)                                    \
     static inline void P##_place(dq_heap *h, uint32_t i, dq_heap_slot s)      \
     {                                                                         \
         h->slots[i] = s;                                                      \
@@ -121,10 +179,9 @@ static inline const dq_key *dq_heap_peek_key(const dq_heap *h)
             uint32_t child = 2 * i + 1;                                       \
             if (child >= DQ_HEAP_SIFT_LIMIT(n))                               \
                 break;                                                        \
-            /* pick the smaller child without a branch on the comparison */  \
-            uint32_t right = child + 1;                                       \
-            child += (uint32_t)(right < n &&                                  \
-                                LESS(h->slots[right].key, h->slots[child].key)); \
+            /* the smaller child, without a branch on the comparison */     \
+            if (child + 1 < n)                                                \
+                child = PICK(LESS, h->slots, child);                          \
             if (!LESS(h->slots[child].key, s.key))                            \
                 break;                                                        \
             P##_place(h, i, h->slots[child]);                                 \
@@ -168,7 +225,7 @@ static inline const dq_key *dq_heap_peek_key(const dq_heap *h)
         return top;                                                           \
     }
 
-DQ_HEAP_DEFINE(dq_heap, dq_key_less)
+DQ_HEAP_DEFINE_PICK(dq_heap, dq_key_less, DQ_HEAP_PICK_LIBRARY)
 
 #ifdef __cplusplus
 }
