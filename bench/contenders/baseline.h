@@ -112,14 +112,17 @@ static inline int bench_node_cancel(bench_node *n)
    slots. */
 static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *match)
 {
-    if (dq_match_check(match) || h->count == 0)
+    if (dq_match_check(match) || dq_heap_size(h) == 0)
         return 0;
-    bench_node **hits = malloc((size_t)h->count * sizeof(*hits));
+    bench_node **hits = malloc((size_t)dq_heap_size(h) * sizeof(*hits));
     if (hits == NULL)
         return 0;
     size_t nhits = 0;
-    for (uint32_t i = 0; i < h->count; i++) {
-        bench_node *n = BENCH_NODE_OF_HEAP(h->slots[i].elem);
+    for (uint32_t i = 0; i < dq_heap_span(h); i++) {
+        dq_heap_elem *e = dq_heap_elem_at(h, i);
+        if (e == NULL)
+            continue; /* a hole in the due run */
+        bench_node *n = BENCH_NODE_OF_HEAP(e);
         if (dq_match_msg(match, &n->msg))
             hits[nhits++] = n;
     }
@@ -137,8 +140,11 @@ static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *matc
 /* Owner of h: free every node in it. */
 static inline void bench_heap_free_all(dq_heap *h)
 {
-    for (uint32_t i = 0; i < h->count; i++)
-        free(BENCH_NODE_OF_HEAP(h->slots[i].elem));
+    for (uint32_t i = 0; i < dq_heap_span(h); i++) {
+        dq_heap_elem *e = dq_heap_elem_at(h, i);
+        if (e != NULL)
+            free(BENCH_NODE_OF_HEAP(e));
+    }
     dq_heap_fini(h);
 }
 

@@ -91,8 +91,7 @@ static int post_at(void *qv, const dq_msg *m, int64_t when, dq_token *tok)
 static int try_next(void *qv, dq_msg *out)
 {
     ck_handoff *q = qv;
-    drain(q);
-    return handoff_take(&q->looper, out, bench_now());
+    return handoff_try_next(&q->looper, out, drain, q);
 }
 
 static int next_until(void *qv, dq_msg *out, int64_t deadline)

@@ -36,6 +36,9 @@
 typedef struct handoff_looper {
     dq_heap          heap;      /* consumer only */
     int64_t          seq;       /* consumer only: last insertion sequence */
+    int64_t          sweep_now; /* consumer only: the time before this drain
+                                   (what is due by then takes the heap's
+                                   due run, as in the library's looper) */
     _Atomic uint32_t parked;    /* 1 while the consumer may sleep */
     _Atomic uint32_t wake_word; /* futex word, bumped by waking producers */
 } handoff_looper;
@@ -44,6 +47,7 @@ static inline void handoff_init(handoff_looper *h)
 {
     dq_heap_init(&h->heap);
     h->seq = 0;
+    h->sweep_now = 0;
     atomic_init(&h->parked, 0);
     atomic_init(&h->wake_word, 0);
 }
@@ -65,7 +69,8 @@ static inline void handoff_absorb(handoff_looper *h, bench_node *newest_first)
            the consumer must not free a node a canceller still writes */
         if (atomic_load_explicit(&n->state, memory_order_acquire) !=
                 BENCH_NODE_PENDING ||
-            dq_heap_push(&h->heap, &n->heap, bench_node_key(n, ++h->seq))) {
+            dq_heap_push_due(&h->heap, &n->heap, bench_node_key(n, ++h->seq),
+                             h->sweep_now)) {
             free(n);
             continue;
         }
@@ -134,6 +139,16 @@ static inline void handoff_producer_wake(handoff_looper *h)
     }
 }
 
+/* Consumer: one non-blocking step, given how to drain the stack. */
+static inline int handoff_try_next(handoff_looper *h, dq_msg *out,
+                                   void (*drain)(void *q), void *q)
+{
+    int64_t now = bench_now();
+    h->sweep_now = now;
+    drain(q);
+    return handoff_take(h, out, now);
+}
+
 /* Consumer: the whole next_until loop, given how to drain the stack. */
 static inline int handoff_next_until(handoff_looper *h, dq_msg *out,
                                      int64_t deadline,
@@ -142,8 +157,9 @@ static inline int handoff_next_until(handoff_looper *h, dq_msg *out,
                                      void *stack)
 {
     for (;;) {
-        drain(q);
         int64_t now = bench_now();
+        h->sweep_now = now;
+        drain(q);
         if (handoff_take(h, out, now) == 0)
             return 0;
         if (now >= deadline)

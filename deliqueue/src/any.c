@@ -536,16 +536,22 @@ static void match_walk_on_looper(match_walk *w, dq_core *core)
 #endif
     dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
-        const dq_heap_slot *slot = heaps[h]->slots;
-        uint32_t count = heaps[h]->count;
-        for (uint32_t i = 0; i < count; i++) {
-            if (i + MATCH_PREFETCH_AHEAD < count)
-                __builtin_prefetch(dq_node_of_heap(slot[i + MATCH_PREFETCH_AHEAD].elem));
+        const dq_heap *heap = heaps[h];
+        uint32_t span = dq_heap_span(heap);
+        for (uint32_t i = 0; i < span; i++) {
+            dq_heap_elem *ahead = i + MATCH_PREFETCH_AHEAD < span
+                                      ? dq_heap_elem_at(heap, i + MATCH_PREFETCH_AHEAD)
+                                      : NULL;
+            if (ahead != NULL)
+                __builtin_prefetch(dq_node_of_heap(ahead));
+            dq_heap_elem *e = dq_heap_elem_at(heap, i);
+            if (e == NULL)
+                continue; /* a hole in the due run */
             /* A heap member's payload is the one its sweep acquired and
                stays so until this thread retires it, so match first and
                read the state only for a hit (a barrier, with no target,
                never matches). */
-            dq_node *n = dq_node_of_heap(slot[i].elem);
+            dq_node *n = dq_node_of_heap(e);
             if (dq_node_matches(&match, n) && pending_message(n, &s) &&
                 match_walk_take(w, n, s))
                 return;

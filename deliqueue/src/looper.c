@@ -168,8 +168,10 @@ static void looper_sweep_node(dq_core *core, dq_node *n)
         return;
     int64_t seq = n->due == DQ_KEY_FRONT ? core->next_front_seq-- : core->next_seq++;
     dq_key key = { n->due, seq };
-    /* cannot fail: capacity was reserved by looper_sweep */
-    (void)dq_heap_push(heap_of(core, n), &n->heap, key);
+    /* cannot fail: looper_sweep reserved room in both parts.  A message
+       due by sweep_now (a due-now post) goes to the due run when it sorts
+       after the run's last: O(1), not a sift through the delayed ones. */
+    (void)dq_heap_push_due(heap_of(core, n), &n->heap, key, core->sweep_now);
 }
 
 /* Take the nodes pushed since the last sweep into the heaps.  They sit
@@ -181,7 +183,7 @@ static int looper_sweep(dq_queue *q, dq_core *core)
     dq_node *top = dq_top_node(looper_read_top(q));
     if (top == core->boundary)
         return 0;
-    uint32_t count = 0;
+    uint32_t count = 0, due = 0;
     dq_node *lowest = NULL;
     for (dq_node *n = top; n != core->boundary;
          /* relaxed: written before the push we acquired */
@@ -189,9 +191,12 @@ static int looper_sweep(dq_queue *q, dq_core *core)
         n->prev = lowest;
         lowest = n;
         count++;
+        due += n->due <= core->sweep_now;
     }
     if (dq_heap_reserve(&core->sync_heap, core->sync_heap.count + count) != 0 ||
-        dq_heap_reserve(&core->async_heap, core->async_heap.count + count) != 0)
+        dq_heap_reserve(&core->async_heap, core->async_heap.count + count) != 0 ||
+        dq_heap_reserve_run(&core->sync_heap, due) != 0 ||
+        dq_heap_reserve_run(&core->async_heap, due) != 0)
         return -ENOMEM;
     if (core->boundary != NULL)
         core->boundary->prev = lowest;
@@ -386,8 +391,11 @@ static void looper_trim_future(dq_queue *q, dq_core *core)
     dq_node *doomed = NULL;
     dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
-        for (uint32_t i = 0; i < heaps[h]->count; i++) {
-            dq_node *n = dq_node_of_heap(heaps[h]->slots[i].elem);
+        for (uint32_t i = 0; i < dq_heap_span(heaps[h]); i++) {
+            dq_heap_elem *e = dq_heap_elem_at(heaps[h], i);
+            if (e == NULL)
+                continue; /* a hole in the due run */
+            dq_node *n = dq_node_of_heap(e);
             if (n->due > cut) {
                 n->limbo_next = doomed;
                 doomed = n;
@@ -568,6 +576,10 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         int mode = DQ_RUNNING;
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
             mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
+        /* one clock read per step, before the sweep: what was due by
+           then is due at the pick below too */
+        int64_t now = dq_now();
+        core->sweep_now = now;
         looper_reclaim(core, false);
         err = looper_collect(q, core);
         if (err)
@@ -580,7 +592,6 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             looper_trim_future(q, core);
             core->quit_safely_trimmed = true;
         }
-        int64_t now = dq_now();
         int64_t deadline;
         bool held;
         dq_node *n = looper_pick(core, now, &deadline, &held);

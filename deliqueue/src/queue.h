@@ -76,6 +76,8 @@ typedef struct dq_core {
     dq_heap  async_heap;
     int64_t  next_seq;                        /* timed posts: up from 2^62 */
     int64_t  next_front_seq;                  /* front posts: down from 2^62 - 1 (LIFO) */
+    int64_t  sweep_now;                       /* dq_now() before this step's sweep: what is
+                                                 due by then goes to the heaps' due runs */
     dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
     uint32_t limbo_count;
     dq_node *unswept;                         /* claimed before we met them */

@@ -2,6 +2,7 @@
 /* The shared heap and the branchless comparator. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <deliqueue/heap.h>
 
@@ -92,4 +93,148 @@ Test(heap, peek_is_minimum)
     cr_assert_eq(dq_heap_peek_key(&h)->seq, 0);
     dq_heap_fini(&h);
     cr_assert_null(dq_heap_peek(&h));
+}
+
+/* The due run beside the binary part, against a model: a random mix of
+   delayed pushes, due pushes (a clock that advances), front keys, pops and
+   removals anywhere (holes in the run), checked after every step: the
+   minimum, the size, and that iteration meets exactly the live elements
+   at the positions they record. */
+#define MODEL_MAX 400
+
+static void check_against_model(const dq_heap *h, item *it, const bool *live, size_t n)
+{
+    const item *min = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!live[i])
+            continue;
+        count++;
+        if (min == NULL || dq_key_less(it[i].key, min->key))
+            min = &it[i];
+    }
+    cr_assert_eq(dq_heap_size(h), count);
+    cr_assert_eq(dq_heap_peek(h), min ? &min->elem : NULL, "peek is not the minimum");
+    size_t met = 0;
+    for (uint32_t i = 0; i < dq_heap_span(h); i++) {
+        dq_heap_elem *e = dq_heap_elem_at(h, i);
+        if (e == NULL)
+            continue;
+        size_t k = (size_t)((item *)e - it);
+        cr_assert(k < n && live[k], "iteration met a dead element");
+        if (i < h->count)
+            cr_assert_eq(e->index, i);
+        else
+            cr_assert_eq(e->index, DQ_HEAP_RUN | ((h->run_head + (i - h->count)) &
+                                                  (h->run_cap - 1)));
+        met++;
+    }
+    cr_assert_eq(met, count, "iteration missed live elements");
+    if (h->run_len) {
+        cr_assert_not_null(h->run[h->run_head].elem, "the run's first slot is a hole");
+        cr_assert_not_null(dq_heap_run_last(h)->elem, "the run's last slot is a hole");
+    }
+}
+
+Test(heap, due_run_matches_a_model)
+{
+    srand(11);
+    static item it[MODEL_MAX];
+    static bool live[MODEL_MAX];
+    for (int round = 0; round < 60; round++) {
+        dq_heap h;
+        dq_heap_init(&h);
+        size_t n = 0;
+        int64_t now = 100, seq = 1, front_seq = -1;
+        memset(live, 0, sizeof(live));
+        for (int step = 0; step < 1500; step++) {
+            int op = rand() % 10;
+            if (op < 5 && n < MODEL_MAX) {
+                item *x = &it[n];
+                int kind = rand() % 8;
+                /* due-now (the run's case), due in the past (may sort
+                   before the run's last), delayed, or front */
+                x->key.when = kind < 4 ? now : kind < 5 ? now - rand() % 50
+                            : kind < 7 ? now + 1 + rand() % 200 : DQ_KEY_FRONT;
+                x->key.seq = x->key.when == DQ_KEY_FRONT ? (INT64_C(1) << 40) + front_seq--
+                                                          : (INT64_C(1) << 41) + seq++;
+                int err = rand() % 4 ? dq_heap_push_due(&h, &x->elem, x->key, now)
+                                     : dq_heap_push(&h, &x->elem, x->key);
+                cr_assert_eq(err, 0);
+                live[n++] = true;
+            } else if (op < 7) {
+                dq_heap_elem *e = dq_heap_pop(&h);
+                if (e != NULL) {
+                    cr_assert_eq(e->index, DQ_HEAP_NONE);
+                    live[(item *)e - it] = false;
+                }
+            } else if (op < 9 && n > 0) {
+                size_t k = (size_t)rand() % n;
+                if (live[k]) {
+                    dq_heap_remove(&h, &it[k].elem);
+                    cr_assert_eq(it[k].elem.index, DQ_HEAP_NONE);
+                    live[k] = false;
+                }
+            } else {
+                now += rand() % 20;
+            }
+            check_against_model(&h, it, live, n);
+        }
+        check_drain(&h, dq_heap_size(&h));
+        dq_heap_fini(&h);
+    }
+}
+
+Test(heap, due_run_grows_while_wrapped)
+{
+    /* steady FIFO traffic moves the run's head round the ring; a burst
+       then grows it while its live slots wrap past the end */
+    static item it[2000];
+    dq_heap h;
+    dq_heap_init(&h);
+    int64_t seq = 1;
+    size_t next = 0;
+    for (int i = 0; i < 40; i++) {
+        it[next].key = (dq_key){ 5, seq++ };
+        cr_assert_eq(dq_heap_push_due(&h, &it[next].elem, it[next].key, 10), 0);
+        next++;
+    }
+    for (int i = 0; i < 300; i++) { /* cap 64: the head wraps several times */
+        cr_assert_eq(dq_heap_pop(&h), &it[next - 40].elem);
+        it[next].key = (dq_key){ 5, seq++ };
+        cr_assert_eq(dq_heap_push_due(&h, &it[next].elem, it[next].key, 10), 0);
+        next++;
+    }
+    cr_assert_eq(h.count, 0, "every due push took the run");
+    cr_assert(h.run_head + h.run_len > h.run_cap || h.run_head > 0);
+    for (int i = 0; i < 1000; i++) {
+        it[next].key = (dq_key){ 5, seq++ };
+        cr_assert_eq(dq_heap_push_due(&h, &it[next].elem, it[next].key, 10), 0);
+        next++;
+    }
+    cr_assert_eq(dq_heap_size(&h), 1040);
+    for (size_t k = next - 1040; k < next; k++)
+        cr_assert_eq(dq_heap_pop(&h), &it[k].elem, "FIFO order lost across the growth");
+    cr_assert_null(dq_heap_pop(&h));
+    dq_heap_fini(&h);
+}
+
+Test(heap, due_push_keeps_order_with_the_binary_part)
+{
+    /* a delayed key in the binary part, then due keys in the run, one of
+       them due before the run's last (so it takes the binary part) */
+    item it[4] = { { .key = { 50, 1 } }, { .key = { 10, 2 } }, { .key = { 12, 3 } },
+                   { .key = { 11, 4 } } };
+    dq_heap h;
+    dq_heap_init(&h);
+    cr_assert_eq(dq_heap_push_due(&h, &it[0].elem, it[0].key, 20), 0); /* not due */
+    cr_assert_eq(dq_heap_push_due(&h, &it[1].elem, it[1].key, 20), 0);
+    cr_assert_eq(dq_heap_push_due(&h, &it[2].elem, it[2].key, 20), 0);
+    cr_assert_eq(dq_heap_push_due(&h, &it[3].elem, it[3].key, 20), 0); /* below 12 */
+    cr_assert_eq(h.count, 2);
+    cr_assert_eq(h.run_live, 2);
+    const int order[] = { 1, 3, 2, 0 };
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(dq_heap_pop(&h), &it[order[i]].elem);
+    dq_heap_fini(&h);
 }

@@ -9,7 +9,8 @@
  * Slots carry the key beside the element pointer, so sifting compares keys
  * that sit in the slot array (contiguous) instead of chasing pointers; each
  * element records its slot index so it can be removed from anywhere in
- * O(log n).
+ * O(log n).  Beside the binary part, a due run (see struct dq_heap) takes
+ * keys already due in O(1): push_due with the caller's clock.
  *
  * DQ_HEAP_DEFINE(prefix, less) generates the functions for one comparator,
  * DQ_HEAP_DEFINE_PICK(prefix, less, pick) with its own choice of the
@@ -42,23 +43,63 @@ typedef struct dq_heap_slot {
     dq_heap_elem *elem;
 } dq_heap_slot;
 
+/* The binary heap (slots[0 .. count)) and beside it the due run: a ring
+   of slots whose live keys never decrease from run_head on, filled only
+   by dq_heap_push_due with keys already due, so that a due-now message
+   costs O(1) however many delayed ones the binary part holds (the legacy
+   list's tail fast path, for the messages that are due anyway).  The
+   minimum is the smaller of the two fronts.  An element records where it
+   is: a binary-heap index, or DQ_HEAP_RUN | its ring position.  A run
+   element removed from the middle leaves a hole (elem NULL); the ring's
+   first and last slots are always live. */
 typedef struct dq_heap {
     dq_heap_slot *slots;
     uint32_t      count;
     uint32_t      capacity;
+    dq_heap_slot *run;
+    uint32_t      run_head; /* ring position of the run's first slot */
+    uint32_t      run_len;  /* slots from run_head to its last live one */
+    uint32_t      run_live; /* live elements in the run */
+    uint32_t      run_cap;  /* 0 or a power of two */
 } dq_heap;
+
+#define DQ_HEAP_RUN (UINT32_C(1) << 31) /* in an elem's index: a run position */
 
 static inline void dq_heap_init(dq_heap *h)
 {
     h->slots = NULL;
     h->count = 0;
     h->capacity = 0;
+    h->run = NULL;
+    h->run_head = h->run_len = h->run_live = h->run_cap = 0;
 }
 
 static inline void dq_heap_fini(dq_heap *h)
 {
     free(h->slots);
+    free(h->run);
     dq_heap_init(h);
+}
+
+/* Elements in the heap, both parts. */
+static inline uint32_t dq_heap_size(const dq_heap *h)
+{
+    return h->count + h->run_live;
+}
+
+/* Iteration in no particular order: for i in [0, dq_heap_span(h)),
+   dq_heap_elem_at(h, i) is an element or NULL (a hole in the run).
+   Removing elements while iterating moves others: collect first. */
+static inline uint32_t dq_heap_span(const dq_heap *h)
+{
+    return h->count + h->run_len;
+}
+
+static inline dq_heap_elem *dq_heap_elem_at(const dq_heap *h, uint32_t i)
+{
+    if (i < h->count)
+        return h->slots[i].elem;
+    return h->run[(h->run_head + (i - h->count)) & (h->run_cap - 1)].elem;
 }
 
 /* 0 or -ENOMEM; the heap is unchanged on failure. */
@@ -79,14 +120,78 @@ static inline int dq_heap_reserve(dq_heap *h, uint32_t want)
     return 0;
 }
 
-static inline dq_heap_elem *dq_heap_peek(const dq_heap *h)
+/* Room for `more` appends to the run without allocating.  0 or -ENOMEM
+   (the heap unchanged).  Growing keeps every live element's ring
+   position except those of a wrapped end, which move past the old
+   capacity (and are told so). */
+static inline int dq_heap_reserve_run(dq_heap *h, uint32_t more)
 {
-    return h->count ? h->slots[0].elem : NULL;
+    if (more <= h->run_cap - h->run_len)
+        return 0;
+    if (more > (UINT32_C(1) << 30) - h->run_len)
+        return -ENOMEM;
+    uint32_t old = h->run_cap, cap = old ? old : 64;
+    while (cap - h->run_len < more)
+        cap *= 2;
+    dq_heap_slot *ring = (dq_heap_slot *)realloc(h->run, (size_t)cap * sizeof(*ring));
+    if (ring == NULL)
+        return -ENOMEM;
+    /* [run_head, run_head + run_len) wrapped past old: move the wrapped
+       part, ring[0 .. wrapped), to ring[old ..) (cap >= 2 * old) */
+    uint32_t end = h->run_head + h->run_len;
+    uint32_t wrapped = end > old ? end - old : 0;
+    for (uint32_t j = 0; j < wrapped; j++) {
+        ring[old + j] = ring[j];
+        if (ring[old + j].elem != NULL)
+            ring[old + j].elem->index = DQ_HEAP_RUN | (old + j);
+    }
+    h->run = ring;
+    h->run_cap = cap;
+    return 0;
 }
 
-static inline const dq_key *dq_heap_peek_key(const dq_heap *h)
+/* The run's last slot (live), or NULL if the run is empty. */
+static inline const dq_heap_slot *dq_heap_run_last(const dq_heap *h)
 {
-    return h->count ? &h->slots[0].key : NULL;
+    return h->run_len
+               ? &h->run[(h->run_head + h->run_len - 1) & (h->run_cap - 1)]
+               : NULL;
+}
+
+/* Append e with key k to the run, which has room (dq_heap_reserve_run)
+   and whose last key is not above k. */
+static inline void dq_heap_run_append(dq_heap *h, dq_heap_elem *e, dq_key k)
+{
+    uint32_t pos = (h->run_head + h->run_len) & (h->run_cap - 1);
+    h->run[pos].key = k;
+    h->run[pos].elem = e;
+    e->index = DQ_HEAP_RUN | pos;
+    h->run_len++;
+    h->run_live++;
+}
+
+/* Take the run element at ring position pos out of the run.  A hole at
+   either end is dropped at once, so both ends stay live and a hole costs
+   one step of the end that passes it. */
+static inline void dq_heap_run_take(dq_heap *h, uint32_t pos)
+{
+    uint32_t mask = h->run_cap - 1;
+    h->run[pos].elem = NULL;
+    if (--h->run_live == 0) {
+        h->run_head = h->run_len = 0;
+        return;
+    }
+    uint32_t offset = (pos - h->run_head) & mask;
+    if (offset == 0) {
+        do {
+            h->run_head = (h->run_head + 1) & mask;
+            h->run_len--;
+        } while (h->run[h->run_head].elem == NULL);
+    } else if (offset == h->run_len - 1) {
+        do
+            h->run_len--;
+        while (h->run[(h->run_head + h->run_len - 1) & mask].elem == NULL);
+    }
 }
 
 /* The last child index the sift-down loop may look at.  The mutant stops
@@ -147,6 +252,16 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
 #endif
 }
 
+/* Whether key k may follow the run's last slot (NULL: empty run).  The
+   mutant appends every due key, so a due key posted with an earlier time
+   (another producer's clock read, a post "at" a past time) lands behind
+   later ones. */
+#ifdef DQ_MUTANT_RUN_UNSORTED
+#define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((void)(last), true)
+#else
+#define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((last) == NULL || !LESS(k, (last)->key))
+#endif
+
 #define DQ_HEAP_PICK_LIBRARY(LESS, slots, c) dq_heap_pick_smaller(slots, c)
 
 /* A heap type P ordered by LESS, whose sift-down picks the smaller child
@@ -190,7 +305,8 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
         P##_place(h, i, s);                                                   \
     }                                                                         \
                                                                               \
-    /* Insert e with key k.  0 or -ENOMEM (e not inserted). */                \
+    /* Insert e with key k into the binary part.  0 or -ENOMEM (e not   \
+       inserted). */                                                      \
     static inline int P##_push(dq_heap *h, dq_heap_elem *e, dq_key k)         \
     {                                                                         \
         if (h->count == h->capacity) {                                        \
@@ -203,11 +319,52 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
         return 0;                                                             \
     }                                                                         \
                                                                               \
+    /* Insert e with key k, into the run when k is due at now (any time    \
+       not after the real present: a stale now only costs the fast path)  \
+       and not below the run's last key, else into the binary part.  0 or \
+       -ENOMEM (e not inserted). */                                       \
+    static inline int P##_push_due(dq_heap *h, dq_heap_elem *e, dq_key k,     \
+                                   int64_t now)                               \
+    {                                                                         \
+        const dq_heap_slot *last = dq_heap_run_last(h);                       \
+        if (k.when <= now && DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) &&        \
+            dq_heap_reserve_run(h, 1) == 0) {                                 \
+            dq_heap_run_append(h, e, k);                                      \
+            return 0;                                                         \
+        }                                                                     \
+        return P##_push(h, e, k);                                             \
+    }                                                                         \
+                                                                              \
+    /* The slot of the minimum, or NULL when the heap is empty. */           \
+    static inline const dq_heap_slot *P##_min_slot(const dq_heap *h)          \
+    {                                                                         \
+        if (h->run_len == 0)                                                  \
+            return h->count ? &h->slots[0] : NULL;                            \
+        const dq_heap_slot *r = &h->run[h->run_head];                         \
+        return h->count && LESS(h->slots[0].key, r->key) ? &h->slots[0] : r;  \
+    }                                                                         \
+                                                                              \
+    static inline dq_heap_elem *P##_peek(const dq_heap *h)                    \
+    {                                                                         \
+        const dq_heap_slot *s = P##_min_slot(h);                              \
+        return s ? s->elem : NULL;                                            \
+    }                                                                         \
+                                                                              \
+    static inline const dq_key *P##_peek_key(const dq_heap *h)                \
+    {                                                                         \
+        const dq_heap_slot *s = P##_min_slot(h);                              \
+        return s ? &s->key : NULL;                                            \
+    }                                                                         \
+                                                                              \
     /* Remove e, which must be in h. */                                       \
     static inline void P##_remove(dq_heap *h, dq_heap_elem *e)                \
     {                                                                         \
         uint32_t i = e->index;                                                \
         e->index = DQ_HEAP_NONE;                                              \
+        if (i & DQ_HEAP_RUN) {                                                \
+            dq_heap_run_take(h, i & ~DQ_HEAP_RUN);                            \
+            return;                                                           \
+        }                                                                     \
         dq_heap_slot last = h->slots[--h->count];                             \
         if (i == h->count)                                                    \
             return;                                                           \
@@ -219,7 +376,7 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
                                                                               \
     static inline dq_heap_elem *P##_pop(dq_heap *h)                           \
     {                                                                         \
-        dq_heap_elem *top = dq_heap_peek(h);                                  \
+        dq_heap_elem *top = P##_peek(h);                                      \
         if (top != NULL)                                                      \
             P##_remove(h, top);                                               \
         return top;                                                           \
