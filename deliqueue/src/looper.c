@@ -305,10 +305,15 @@ static void looper_process_removals(dq_queue *q, dq_core *core, dq_node *list)
 
 static int looper_collect(dq_queue *q, dq_core *core)
 {
-    /* acquire: pairs with the removers' push CAS, so their claims and
-       aux_next links are visible */
-    dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
-                                                memory_order_acquire);
+    /* relaxed test first: the exchange is a locked instruction, and most
+       steps have no removal; one pushed after the test is taken by the
+       next step, and looper_sleep re-reads the list (seq_cst) before it
+       parks.  acquire: pairs with the removers' push CAS, so their claims
+       and aux_next links are visible */
+    dq_node *removed =
+        atomic_load_explicit(&core->removals, memory_order_relaxed) == NULL
+            ? NULL
+            : atomic_exchange_explicit(&core->removals, NULL, memory_order_acquire);
     int err = looper_sweep(q, core);
     if (core->unswept != NULL) {
         dq_node *again = core->unswept;
