@@ -374,11 +374,22 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
             P##_sift_down(h, i, last);                                        \
     }                                                                         \
                                                                               \
+    /* Take out the minimum (NULL: empty).  Not P##_remove: the minimum's \
+       place is known, so no test of where it is and no sift-up. */       \
     static inline dq_heap_elem *P##_pop(dq_heap *h)                           \
     {                                                                         \
-        dq_heap_elem *top = P##_peek(h);                                      \
-        if (top != NULL)                                                      \
-            P##_remove(h, top);                                               \
+        const dq_heap_slot *min = P##_min_slot(h);                            \
+        if (min == NULL)                                                      \
+            return NULL;                                                      \
+        dq_heap_elem *top = min->elem;                                        \
+        top->index = DQ_HEAP_NONE;                                            \
+        if (min != h->slots) {                                                \
+            dq_heap_run_take(h, h->run_head);                                 \
+            return top;                                                       \
+        }                                                                     \
+        dq_heap_slot last = h->slots[--h->count];                             \
+        if (h->count != 0)                                                    \
+            P##_sift_down(h, 0, last);                                        \
         return top;                                                           \
     }
 
