@@ -70,7 +70,9 @@ static void *canceller(void *arg)
         int n = atomic_load(&posted[p]);
         if (n == 0)
             continue;
-        int i = rand_r(&seed) % n;
+        /* half the time the newest post: racing its delivery, when it is
+           the stack's topmost message and the looper may be claiming it */
+        int i = rand_r(&seed) % 2 ? n - 1 : rand_r(&seed) % n;
         int err = dq_cancel(q, atomic_load(&tokens[p][i]));
         cr_assert(err == 0 || err == -ENOENT, "cancel: %d", err);
         if (err == 0 && atomic_load(&fate[p][i]) != 2)
@@ -128,4 +130,64 @@ Test(race, producers_removers_cancellers_and_consumer)
     cr_assert_eq(settled, accepted);
     cr_assert_gt(delivered, 0);
     cr_log_info("accepted %zu delivered %zu", accepted, delivered);
+}
+
+/* One message at a time, each cancelled by its poster while the
+   consumer delivers it: the looper's claim of the stack's topmost node
+   (which it may leave in the stack, delivered, until the next sweep)
+   against a cancel holding its token.  Exactly one of them may win.  Two
+   busy threads for two cores: a third would be time-sliced with one of
+   them and the race would never be run. */
+#define TOP_RACE_MESSAGES 60000 /* < PER_PRODUCER */
+
+static void *top_poster(void *arg)
+{
+    (void)arg;
+    unsigned seed = 5;
+    for (int i = 0; i < TOP_RACE_MESSAGES; i++) {
+        dq_msg m = { .target = &target_a, .arg1 = 0, .arg2 = i };
+        dq_token t;
+        cr_assert_eq(dq_post(q, &m, &t), 0);
+        atomic_store(&posted[0], i + 1);
+        /* start cancelling up to 2 us later, so that the cancels meet
+           the delivery itself, not only the sweep before it */
+        int64_t start = dq_now() + rand_r(&seed) % 2000;
+        while (dq_now() < start)
+            ;
+        while (atomic_load(&fate[0][i]) == 0) { /* settled before the next */
+            int err = dq_cancel(q, t);
+            cr_assert(err == 0 || err == -ENOENT, "cancel: %d", err);
+        }
+    }
+    return NULL;
+}
+
+Test(race, cancel_races_delivery_of_the_top_message)
+{
+    dq_test_clock_real();
+    dq_options o = { .on_discard = race_discard };
+    q = dq_create(&o);
+    pthread_t poster;
+    pthread_create(&poster, NULL, top_poster, NULL);
+    size_t delivered = 0;
+    dq_msg out;
+    while (atomic_load(&posted[0]) < TOP_RACE_MESSAGES ||
+           atomic_load(&fate[0][TOP_RACE_MESSAGES - 1]) == 0) {
+        int err = dq_next_until(q, &out, dq_now() + 1000000); /* 1 ms */
+        if (err == -ETIMEDOUT)
+            continue;
+        cr_assert_eq(err, 0);
+        if (atomic_fetch_add(&fate[out.arg1][out.arg2], 1) != 0)
+            atomic_fetch_add(&violations, 1);
+        delivered++;
+    }
+    pthread_join(poster, NULL);
+    dq_unref(q);
+    q = NULL;
+    for (int i = 0; i < TOP_RACE_MESSAGES; i++) {
+        uint8_t f = atomic_load(&fate[0][i]);
+        cr_assert(f == 1 || f == 2, "message %d fate %u", i, f);
+    }
+    cr_assert_eq(atomic_load(&violations), 0);
+    cr_log_info("delivered %zu of %d, the rest cancelled", delivered, TOP_RACE_MESSAGES);
 }
