@@ -303,16 +303,6 @@ static void looper_process_removals(dq_queue *q, dq_core *core, dq_node *list)
     }
 }
 
-/* Unlink and retire the delivered node that looper_take left in the
-   stack as its topmost swept node. */
-static void looper_finish_delivered_top(dq_queue *q, dq_core *core)
-{
-    dq_node *n = core->delivered_top;
-    core->delivered_top = NULL;
-    looper_unlink(q, core, n);
-    looper_retire(core, n);
-}
-
 static int looper_collect(dq_queue *q, dq_core *core)
 {
     /* relaxed test first: the exchange is a locked instruction, and most
@@ -325,10 +315,6 @@ static int looper_collect(dq_queue *q, dq_core *core)
             ? NULL
             : atomic_exchange_explicit(&core->removals, NULL, memory_order_acquire);
     int err = looper_sweep(q, core);
-    /* the sweep gave the delivered top a newer neighbour: a plain store
-       unlinks it now, no CAS on the producers' line */
-    if (core->delivered_top != NULL && core->delivered_top->prev != NULL)
-        looper_finish_delivered_top(q, core);
     if (core->unswept != NULL) {
         dq_node *again = core->unswept;
         core->unswept = NULL;
@@ -391,23 +377,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
               memory_order_relaxed, memory_order_relaxed);
 #endif
     looper_heap_remove(core, n);
-#ifdef DQ_MUTANT_DELIVERED_TOP_LOST
-    /* mutant: the topmost node is kept as delivered even when a remover
-       won it, so it is delivered and discarded, and retired twice */
-    if (n->prev == NULL && core->delivered_top == NULL) {
-#else
-    if (won && n->prev == NULL && core->delivered_top == NULL) {
-#endif
-        /* n is the topmost swept node, and unlinking it is a CAS on top,
-           the line producers are pushing to (a burst's next posts).  It
-           stays in the stack, DELIVERED (walkers skip it), as the
-           boundary: the next sweep gives it a newer neighbour and it is
-           unlinked with a plain store, or looper_next unlinks it before
-           idling.  Not retired until then: no node is retired linked. */
-        dq_node_msg(n, out);
-        core->delivered_top = n;
-        return true;
-    }
     looper_unlink(q, core, n);
     if (!won)
         return false; /* the remover's entry in the removal list retires it */
@@ -634,12 +603,6 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         if (n != NULL) {
             if (looper_take(q, core, n, out))
                 return 0;
-            continue;
-        }
-        if (core->delivered_top != NULL) {
-            /* nothing due: unlink it now (a CAS if it is still the top),
-               and look again, since that may sweep new posts */
-            looper_finish_delivered_top(q, core);
             continue;
         }
         looper_reclaim(core, true); /* about to idle: end a grace period */

@@ -81,7 +81,6 @@ typedef struct dq_core {
     dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
     uint32_t limbo_count;
     dq_node *unswept;                         /* claimed before we met them */
-    dq_node *delivered_top;                   /* delivered, still the boundary (looper_take) */
     dq_pool_batch recycled;
     bool     quit_safely_trimmed;
 } dq_core;

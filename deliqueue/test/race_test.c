@@ -134,10 +134,9 @@ Test(race, producers_removers_cancellers_and_consumer)
 
 /* One message at a time, each cancelled by its poster while the
    consumer delivers it: the looper's claim of the stack's topmost node
-   (which it may leave in the stack, delivered, until the next sweep)
-   against a cancel holding its token.  Exactly one of them may win.  Two
-   busy threads for two cores: a third would be time-sliced with one of
-   them and the race would never be run. */
+   (and its unlink by a CAS on top) against a cancel holding its token.
+   Exactly one of them may win.  Two busy threads for two cores: a third
+   would be time-sliced with one of them and the race would never run. */
 #define TOP_RACE_MESSAGES 60000 /* < PER_PRODUCER */
 
 static void *top_poster(void *arg)
