@@ -170,8 +170,11 @@ Test(race, cancel_races_delivery_of_the_top_message)
     pthread_create(&poster, NULL, top_poster, NULL);
     size_t delivered = 0;
     dq_msg out;
+    int64_t give_up = dq_now() + INT64_C(20) * 1000000000; /* a lost message */
     while (atomic_load(&posted[0]) < TOP_RACE_MESSAGES ||
            atomic_load(&fate[0][TOP_RACE_MESSAGES - 1]) == 0) {
+        cr_assert(dq_now() < give_up, "stuck after %d posts, %zu delivered",
+                  atomic_load(&posted[0]), delivered);
         int err = dq_next_until(q, &out, dq_now() + 1000000); /* 1 ms */
         if (err == -ETIMEDOUT)
             continue;
