@@ -1030,11 +1030,6 @@ static target_reps target_by_rep(const stats_metric *m, const int *cols, int nco
     return t;
 }
 
-static void fmt_x(char *buf, size_t n, double r)
-{
-    snprintf(buf, n, r >= 100 ? "%.0fx" : r >= 10 ? "%.1fx" : "%.2fx", r);
-}
-
 /* One target line: `what`, the measured value (medians), the verdict of
    the medians, and how it held by repetition; inverted: the measured
    ratio is shown as 1 / advantage (a cost against the floor). */
@@ -1046,8 +1041,8 @@ static void target_line(const char *what, double measured, const char *shown,
         return;
     }
     char lo[32], hi[32];
-    fmt_x(lo, sizeof(lo), inverted ? 1 / t.hi : t.lo);
-    fmt_x(hi, sizeof(hi), inverted ? 1 / t.lo : t.hi);
+    stats_format_ratio(lo, sizeof(lo), inverted ? 1 / t.hi : t.lo);
+    stats_format_ratio(hi, sizeof(hi), inverted ? 1 / t.lo : t.hi);
     printf("| %s | %s | %d of %d (%s-%s) | %s |\n", what, shown, t.held, t.n, lo, hi,
            met ? "met" : "MISSED");
 }

@@ -107,7 +107,7 @@ static void fmt_value(char *buf, size_t n, double v)
         snprintf(buf, n, "%.3f", v);
 }
 
-static void fmt_ratio(char *buf, size_t n, double r)
+void stats_format_ratio(char *buf, size_t n, double r)
 {
     if (isnan(r))
         snprintf(buf, n, "-");
@@ -149,7 +149,7 @@ void stats_print_table(FILE *out, const stats *s, const char *group,
                 fprintf(out, " %s |", v);
                 continue;
             }
-            fmt_ratio(r, sizeof(r), stats_ratio_of_medians(m, c));
+            stats_format_ratio(r, sizeof(r), stats_ratio_of_medians(m, c));
             fprintf(out, " %s (%s) |", v, r);
         }
         fprintf(out, "\n");

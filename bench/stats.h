@@ -55,6 +55,8 @@ double stats_ratio_of_medians(const stats_metric *m, int col);
    is better, v[0] / v[col] when higher is, so that above 1 always means
    column 0 was better; NaN unless both have a positive sample there. */
 double stats_advantage(const stats_metric *m, int col, int rep);
+/* A ratio as the tables show it: "1.23x", "12.3x", "123x", or "-" for NaN. */
+void stats_format_ratio(char *buf, size_t n, double r);
 
 /* Print every metric of group as a Markdown table, one column per name
    in cols (ncols of them), each cell "median (ratio of medians x)". */
