@@ -246,13 +246,11 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
     n->due = due;
     /* relaxed: read only by dq_cancel after it has matched the generation
        with an acquire load of state, which this store precedes.  Stored
-       only when it changes, and not even read when the cached batch is
-       all q's (dq_pool_cache), so the common post writes no line but
-       line 0; an unchanged owner is the value any canceller of this
+       only when it changes, so the common post writes no line but line
+       0; an unchanged owner is the value any canceller of this
        generation must see anyway (it was stored before the release that
        handed the node to the looper, and so to the pool and to us). */
-    if (dq_pool_cache.owner != q &&
-        atomic_load_explicit(&n->owner, memory_order_relaxed) != q)
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != q)
         atomic_store_explicit(&n->owner, q, memory_order_relaxed);
     /* release: a canceller that acquires PENDING (via a token) sees the
        payload; the looper and walkers see it through the push below */

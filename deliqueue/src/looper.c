@@ -94,7 +94,7 @@ static bool looper_reset_node(dq_node *n)
         return false;
     /* relaxed: a stale-token reader only needs to see a different
        generation; the node's next producer gets this value through the
-       pool's batch hand-off (release/acquire) */
+       pool's free map (release/acquire) */
     atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
                           memory_order_relaxed);
     n->looper_flags = 0;

@@ -11,10 +11,7 @@
  *   looper       prev, heap, looper_flags, limbo_next, retire_epoch
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
- *   pool         while FREE in the pool: pool_ahead (over due) in line 0;
- *                aux_next (the batch's chain), batch_next, batch_owner
- *                and pool_first (over the looper's dead
- *                prev/retire_epoch/limbo_next) in line 1 of a batch's head
+ *   pool         nothing: a free node is a bit in the pool's free map
  *
  * Node memory is never returned to the system: a node is recycled only
  * through the pool, so any pointer to a node always points at a node (type
@@ -67,17 +64,11 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_SWEPT    1u /* the looper has met it in the stack */
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
-/* Prefetch hints of a pooled batch (a chain through aux_next).  Popping
-   member k of a batch prefetches member k + DQ_POOL_AHEAD (its pool_ahead),
-   and taking a batch prefetches members 1 .. DQ_POOL_AHEAD - 1 (the head's
-   pool_first indices), so no post pays a serial cache miss for the chase
-   through recycled nodes the looper last wrote.  Hints only: they are
-   prefetched, never dereferenced, so a stale one (after dq_pool_unget)
-   costs a useless prefetch and nothing else.  A member with no member
-   DQ_POOL_AHEAD further on names itself (a line the post is about to
-   write anyway), never NULL, so a post prefetches without a test. */
+/* The pool's free map has a bit per node, DQ_POOL_WORD_NODES nodes to a
+   word; a thread takes a word's free nodes at once and posts them in
+   address order, prefetching DQ_POOL_AHEAD posts ahead (dq_pool_cache). */
+#define DQ_POOL_WORD_NODES 64u
 #define DQ_POOL_AHEAD 7u
-#define DQ_POOL_NO_INDEX UINT32_MAX /* beyond every index: dq_pool_node gives NULL */
 
 typedef struct dq_node dq_node;
 
@@ -93,57 +84,38 @@ typedef struct dq_payload {
 } dq_payload;
 
 /* Layout, two cache lines: a post writes line 0 (link, state, due key
-   and payload); while the node is in the pool, line 0 also holds the
-   prefetch hint (over due).  Line 1 holds the owner, the removal and pool
-   links and the looper's bookkeeping: a post reads it for the pool's
-   chain (prefetched with line 0), and writes it only when the owner
-   changes (not even reads the owner when its batch is all the queue's,
-   dq_pool_cache).  The chain stays out of next, so that a node a bug
-   left linked in a stack cannot splice the stack into the pool
+   and payload).  Line 1 holds the owner, the removal list's link and the
+   looper's bookkeeping: a post reads it for the owner (prefetched with
+   line 0), and writes it only when the owner changes.  The pool keeps
+   nothing in the node (its free map is apart), so a node a bug left
+   linked in a stack is simply posted again over its link
    (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is then a cycle the nomem test sees,
-   tools/MUTANTS.notes.md).  So a post
-   moves the line it writes from the looper's core to the producer's and
-   reads the other, a delivery reads one line the producer wrote, and a
-   message costs the consumer two lines of cache, as a malloc'd handoff
-   node of 80-96 bytes does (bench/push_decomp measures the post against
-   the floor). */
+   tools/MUTANTS.notes.md).  So a post moves the line it writes from the
+   looper's core to the producer's and reads the other, a delivery reads
+   one line the producer wrote, and a message costs the consumer two
+   lines of cache, as a malloc'd handoff node of 80-96 bytes does
+   (bench/push_decomp measures the post against the floor). */
 struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
     /* stack link toward older nodes */
     alignas(64) _Atomic(dq_node *) next;
     _Atomic uint64_t    state;
-    union {
-        int64_t         due;        /* heap key: when, or DQ_KEY_FRONT */
-        dq_node        *pool_ahead; /* pool: hint, see DQ_POOL_AHEAD */
-    };
+    int64_t             due;        /* heap key: when, or DQ_KEY_FRONT */
     dq_payload          msg;
-    /* -- line 1: owner; removal list and pool links; the looper's fields -- */
+    /* -- line 1: owner; the removal list's link; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
-    dq_node            *aux_next;    /* removal and looper lists; pool chain */
-    _Atomic uint32_t    batch_next;  /* pool: index + 1 of the next batch */
+    dq_node            *aux_next;    /* removal and looper lists */
     uint32_t            index;       /* pool index, immutable */
-    void               *batch_owner; /* pool, a batch's head: see dq_pool_cache */
+    uint32_t            looper_flags;
     /* looper only; reset by the looper when it retires the node */
     dq_heap_elem        heap;
-    uint32_t            looper_flags;
-    union {
-        struct {               /* looper: while posted, then in limbo */
-            dq_node *prev;     /* back-link toward newer nodes (swept) */
-            uint64_t retire_epoch;
-            dq_node *limbo_next;
-        };
-        /* pool: in a batch's head only, while the batch is in the pool,
-           when none of the looper's fields above is live (every post is
-           swept, which writes prev, before the looper reads it) */
-        uint32_t pool_first[DQ_POOL_AHEAD - 1];
-    };
+    dq_node            *prev;        /* back-link toward newer nodes (swept) */
+    uint64_t            retire_epoch; /* in limbo */
+    dq_node            *limbo_next;
 };
 
 _Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
 _Static_assert(sizeof(dq_node) == 128, "two lines");
-_Static_assert(sizeof(((dq_node *)0)->pool_first) <=
-               offsetof(dq_node, limbo_next) + sizeof(dq_node *) - offsetof(dq_node, prev),
-               "the hints fit over the looper's dead fields");
 /* dq_node_set_msg/dq_node_msg copy dq_msg's head as one block */
 _Static_assert(offsetof(dq_payload, obj) == offsetof(dq_msg, obj) &&
                offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&
@@ -203,50 +175,51 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
 /* -- the pool (pool.c) -- any thread unless stated -- */
 
 /* Prefetch both lines a post touches (the layout above): line 0 for
-   write, line 1 (the pool's chain) for read.  Line 1 is not left to the
-   hardware's adjacent-line or stream prefetch: a pool aged by cancels,
-   removals and out-of-order deliveries hands out nodes in no address
-   order, and without this prefetch the read of aux_next was a demand
-   miss that the post's locked CAS waits for (bench/RESULTS.md, "An aged
-   pool"). */
+   write, line 1 (the owner) for read.  Line 1 is not left to the
+   hardware's adjacent-line prefetch: a word of the free map hands out its
+   free nodes with gaps wherever nodes are still posted, and a demand miss
+   on line 1 is one the post's locked CAS waits for (bench/RESULTS.md, "An
+   aged pool"). */
 static inline void dq_prefetch_node_for_post(const dq_node *n)
 {
     dq_arch_prefetch_for_write(n);
     dq_arch_prefetch_for_read((const char *)n + 64);
 }
 
-/* DQ_POOL_MIXED as a batch's owner: its nodes' owners differ. */
-extern const char dq_pool_mixed_owner __attribute__((visibility("hidden")));
-#define DQ_POOL_MIXED ((void *)&dq_pool_mixed_owner)
-
-/* The calling thread's cached batch: a chain through aux_next that only this
-   thread touches (given back to the pool when the thread exits).  It
-   keeps no count, so a post stores nothing here but the new head.
-   owner is every cached node's owner, or DQ_POOL_MIXED: a looper retires
-   only its own queue's nodes, so a batch is usually one queue's, and a
-   post to that queue then neither reads nor writes the node's line 1. */
+/* The calling thread's free nodes: the free bits of one word of the
+   pool's free map, taken whole from the map, so that only this thread
+   touches them (given back when the thread exits).  base is the word's
+   first node; ahead is mask less its DQ_POOL_AHEAD lowest bits, so its
+   lowest bit is the node DQ_POOL_AHEAD posts ahead. */
 struct dq_pool_cache {
-    dq_node *head;
-    void    *owner;
+    dq_node *base;
+    uint64_t mask;
+    uint64_t ahead;
+    uint32_t word;
     bool     registered;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
 
-/* A node in state (gen, FREE) for the calling thread from its cached
-   batch, or NULL when the batch is used up (then dq_pool_get_slow).
+/* A node in state (gen, FREE) for the calling thread, the lowest of its
+   cached word, or NULL when the word is used up (then dq_pool_get_slow).
    Inline: this is every post's first step. */
 static inline dq_node *dq_pool_get_cached(void)
 {
-    dq_node *n = dq_pool_cache.head;
-    if (__builtin_expect(n == NULL, 0))
+    uint64_t mask = dq_pool_cache.mask;
+    if (__builtin_expect(mask == 0, 0))
         return NULL;
-    dq_pool_cache.head = n->aux_next;
-    dq_prefetch_node_for_post(n->pool_ahead);
-    return n;
+    dq_node *base = dq_pool_cache.base;
+    dq_pool_cache.mask = mask & (mask - 1);
+    /* with nothing ahead, bit 63 names a node of the word we hold or
+       posted already: a harmless prefetch, and no test */
+    uint64_t ahead = dq_pool_cache.ahead;
+    dq_prefetch_node_for_post(base + __builtin_ctzll(ahead | UINT64_C(1) << 63));
+    dq_pool_cache.ahead = ahead & (ahead - 1);
+    return base + __builtin_ctzll(mask);
 }
-/* Refill the cache from the shared pool (or grow it), then take a node;
-   NULL: out of memory (ENOMEM). */
+/* Refill the cache from the free map (or grow the pool), then take a
+   node; NULL: out of memory (ENOMEM). */
 dq_node *dq_pool_get_slow(void);
 /* Give back a node the caller got from dq_pool_get_cached or
    dq_pool_get_slow and never published. */
@@ -254,27 +227,23 @@ void dq_pool_unget(dq_node *n);
 /* The node with this index, or NULL if no such node was ever made. */
 dq_node *dq_pool_node(uint32_t index);
 
-/* Retired nodes are handed back in batches by their looper. */
-#define DQ_POOL_BATCH 64u
-
+/* A looper's retired nodes not yet given back: the bits of one free-map
+   word, or'ed into the map when a node of another word comes, when the
+   word is full, or at teardown (an idle looper keeps its word: at most 63
+   nodes per queue wait there). */
 typedef struct dq_pool_batch {
-    dq_node *head;  /* member 0 */
-    dq_node *tail;
-    void    *owner; /* every member's owner, or DQ_POOL_MIXED */
-    uint32_t count;
-    dq_node *recent[DQ_POOL_AHEAD]; /* the last DQ_POOL_AHEAD members added */
+    uint64_t mask;
+    uint32_t word;
 } dq_pool_batch;
 
 static inline void dq_pool_batch_init(dq_pool_batch *b)
 {
-    b->head = b->tail = NULL;
-    b->count = 0;
+    b->mask = 0;
+    b->word = 0;
 }
-/* Add a FREE node; publishes the batch once it is full.  Caller: one thread
-   per batch (the looper). */
+/* Add a FREE node.  Caller: one thread per batch (the looper). */
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n);
-/* Publish a partial batch (at teardown: an idle looper keeps its partial
-   batch, so a paced queue does not fill the pool with tiny batches). */
+/* Give back what the batch holds (teardown). */
 void dq_pool_batch_flush(dq_pool_batch *b);
 
 #endif /* DELIQUEUE_SRC_NODE_H */

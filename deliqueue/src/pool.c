@@ -2,23 +2,26 @@
 /*
  * The type-stable node pool, shared by every queue of the process.
  *
- * Nodes live in chunks that are never freed.  Free nodes circulate in
- * batches of up to DQ_POOL_BATCH: a global Treiber stack of batches, whose
- * head is a (tag, index + 1) word so that popping is ABA-safe, and one
- * cached batch per thread.  A producer thus touches shared pool state once
- * per DQ_POOL_BATCH posts; the post itself is only its push CAS.
+ * Nodes live in chunks that are never freed.  Which nodes are free is a
+ * bitmap, the free map: one bit per node, 64 nodes (8 KiB) to a word, set
+ * while the node waits in the pool.  A thread takes a whole word at a time
+ * (one exchange with 0) and posts its nodes in address order; a looper
+ * gives retired nodes back by or-ing their bits in, one fetch_or per word.
+ * Takers scan the map from its low end, so the pool hands out the lowest
+ * free nodes first, whatever order they were retired in: the posts of a
+ * busy queue stay packed into few words, and the looper's sweep over them
+ * walks a few 8 KiB stretches instead of a pointer chase over the whole
+ * pool (bench/RESULTS.md, "Address-ordered reuse").  A bitmap has no ABA:
+ * a word's bits are the nodes free now, whoever set them.
  *
  * A thread that exits gives its cached nodes back (pthread key destructor),
  * so memory stays bounded however many threads come and go.
  *
  * Chunks are carved from 2 MiB slabs, 2 MiB aligned and advised for
- * transparent huge pages.  Cancels, removals and deliveries of messages
- * posted with random delays return nodes in no address order, so after a
- * while a thread's next thousand posts land on a hundred or more 4 KiB
- * pages, past the first-level TLB: on huge pages the whole pool of a
- * 100k-deep queue is seven TLB entries (bench/RESULTS.md, "An aged
- * pool").  The price is that the first post of a
- * process commits a slab, 2 MiB where THP is on, rather than one chunk.
+ * transparent huge pages, so a 100k-deep queue's nodes are a handful of
+ * TLB entries (bench/RESULTS.md, "An aged pool").  The price is that the
+ * first post of a process commits a slab, 2 MiB where THP is on, rather
+ * than one chunk.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,25 +36,37 @@
 
 #define CHUNK_SHIFT 12
 #define CHUNK_NODES (1u << CHUNK_SHIFT)
+#define CHUNK_WORDS (CHUNK_NODES / DQ_POOL_WORD_NODES)
 #define MAX_CHUNKS  (1u << (DQ_INDEX_BITS - CHUNK_SHIFT))
 #define SLAB_BYTES  ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
 #define SLAB_CHUNKS (SLAB_BYTES / (CHUNK_NODES * sizeof(dq_node)))
 _Static_assert(SLAB_CHUNKS * CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
                "a slab is a whole number of chunks");
+_Static_assert(CHUNK_WORDS * DQ_POOL_WORD_NODES == CHUNK_NODES,
+               "a chunk is a whole number of free-map words");
 
 /* Chunk table: entries are written once under grow_lock, with release, and
    read without the lock with acquire (dq_pool_node from any thread). */
 static _Atomic(dq_node *) chunks[MAX_CHUNKS];
+/* The free map, CHUNK_WORDS words per chunk.  Written once under
+   grow_lock before word_count's release store covers it; read by threads
+   that loaded word_count with acquire, or that hold one of the chunk's
+   nodes (which reached them through that load). */
+static _Atomic uint64_t *chunk_free[MAX_CHUNKS];
+/* Words of the map that exist: the scan's end (release by grow). */
+static _Atomic uint32_t word_count;
+/* Where a scan starts: below it every word was empty when a scan passed,
+   unless a give-back lowered it since.  Only a hint (relaxed): a give-back
+   can race with a scan that raises it past the word just refilled, and
+   such bits wait for the scan from 0 that grow makes before it adds a
+   chunk, so the pool never grows while a free node is stranded. */
+static _Atomic uint32_t scan_from;
 static uint32_t chunk_count; /* under grow_lock */
 static char *slab_next;      /* under grow_lock: the current slab's unused chunks */
 static uint32_t slab_left;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* (tag << 32) | (index + 1) of the top batch; 0 when empty. */
-static _Atomic uint64_t batch_top;
-
 _Thread_local struct dq_pool_cache dq_pool_cache;
-const char dq_pool_mixed_owner;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -66,53 +81,79 @@ dq_node *dq_pool_node(uint32_t index)
     return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
 }
 
-/* Publish a batch whose members' owner is owner (or DQ_POOL_MIXED). */
-static void batch_push(dq_node *head, void *owner)
+static _Atomic uint64_t *free_word(uint32_t w)
 {
-    head->batch_owner = owner;
-    uint64_t top = atomic_load_explicit(&batch_top, memory_order_relaxed);
-    for (;;) {
-        atomic_store_explicit(&head->batch_next, (uint32_t)top,
-                              memory_order_relaxed);
-        uint64_t next = ((top >> 32) + 1) << 32 | (head->index + 1);
-        /* release: publishes the batch's chain, hints and owner to the
-           popper's acquire; relaxed on failure, we only retry */
-        if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
-                                                  memory_order_release,
-                                                  memory_order_relaxed))
-            return;
-    }
+    return &chunk_free[w / CHUNK_WORDS][w % CHUNK_WORDS];
 }
 
-static dq_node *batch_pop(void)
+/* Put the nodes of mask in word w back into the map. */
+static void give_back(uint32_t w, uint64_t mask)
 {
-    /* acquire: pairs with batch_push's release so batch_next, the chain,
-       the hints and batch_owner of the batch we read are the pusher's */
-    uint64_t top = atomic_load_explicit(&batch_top, memory_order_acquire);
-    for (;;) {
-        uint32_t slot = (uint32_t)top;
-        if (slot == 0)
-            return NULL;
-        dq_node *head = dq_pool_node(slot - 1);
-        /* may be stale if another thread popped the batch meanwhile: the
-           tag in top then differs and the CAS below fails */
-        uint32_t below = atomic_load_explicit(&head->batch_next,
-                                              memory_order_relaxed);
-        uint64_t next = ((top >> 32) + 1) << 32 | below;
-        if (atomic_compare_exchange_weak_explicit(&batch_top, &top, next,
-                                                  memory_order_acquire,
-                                                  memory_order_acquire))
-            return head;
+    /* release: the nodes' resets (new generation, FREE) and owners happen
+       before the taker's acquire exchange; every write to a word is an
+       RMW, so whichever exchange takes these bits reads from this
+       release sequence */
+    atomic_fetch_or_explicit(free_word(w), mask, memory_order_release);
+    /* relaxed: a hint (see scan_from); lowered so the next scan finds
+       these low nodes before higher ones */
+    uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
+    while (w < from &&
+           !atomic_compare_exchange_weak_explicit(&scan_from, &from, w,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+/* Hold word w's free nodes (mask) in this thread's cache, and prefetch the
+   first DQ_POOL_AHEAD of them; the posts prefetch the rest, one ahead
+   each (dq_pool_get_cached). */
+static void cache_fill(uint32_t w, uint64_t mask)
+{
+    dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
+    uint64_t ahead = mask;
+    for (uint32_t j = 0; j < DQ_POOL_AHEAD && ahead != 0; j++) {
+        dq_prefetch_node_for_post(base + __builtin_ctzll(ahead));
+        ahead &= ahead - 1;
     }
+    dq_pool_cache.base = base;
+    dq_pool_cache.word = w;
+    dq_pool_cache.mask = mask;
+    dq_pool_cache.ahead = ahead;
+}
+
+/* Take the lowest non-empty word at or above scan_from into the cache. */
+static bool claim(void)
+{
+    /* acquire: pairs with grow's release, so chunk_free of every word
+       below total is seen */
+    uint32_t total = atomic_load_explicit(&word_count, memory_order_acquire);
+    uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
+    for (uint32_t w = from; w < total; w++) {
+        _Atomic uint64_t *p = free_word(w);
+        /* relaxed: only whether to try; the exchange decides */
+        if (atomic_load_explicit(p, memory_order_relaxed) == 0)
+            continue;
+        /* acquire: pairs with give_back's release (the nodes' resets) */
+        uint64_t mask = atomic_exchange_explicit(p, 0, memory_order_acquire);
+        if (mask == 0)
+            continue;
+        if (w != from) /* relaxed: a hint; lost to a racing update, fine */
+            atomic_compare_exchange_strong_explicit(&scan_from, &from, w,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed);
+        cache_fill(w, mask);
+        return true;
+    }
+    return false;
 }
 
 static void cache_release(void *unused)
 {
     (void)unused;
-    if (dq_pool_cache.head != NULL) {
-        batch_push(dq_pool_cache.head, dq_pool_cache.owner);
-    }
-    dq_pool_cache.head = NULL;
+    if (dq_pool_cache.mask != 0)
+        give_back(dq_pool_cache.word, dq_pool_cache.mask);
+    dq_pool_cache.mask = 0;
+    dq_pool_cache.ahead = 0;
 }
 
 static void cache_key_create(void)
@@ -128,19 +169,37 @@ static void cache_register(void)
     dq_pool_cache.registered = true;
 }
 
-/* Make a chunk; keep one batch for this thread, publish the others. */
+/* No word was found free from scan_from up: scan the whole map (bits a
+   racing hint update stranded below scan_from, see there), and only if it
+   is empty make a chunk, keeping its first word for this thread.  Fills
+   the cache; -1: out of memory. */
 static int grow(void)
 {
     pthread_mutex_lock(&grow_lock);
-    if (chunk_count == MAX_CHUNKS) {
-        pthread_mutex_unlock(&grow_lock);
-        return -1;
+    uint32_t total = chunk_count * CHUNK_WORDS;
+    uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
+    for (uint32_t w = 0; w < total; w++) {
+        _Atomic uint64_t *p = free_word(w);
+        if (atomic_load_explicit(p, memory_order_relaxed) == 0)
+            continue;
+        /* acquire: as in claim */
+        uint64_t mask = atomic_exchange_explicit(p, 0, memory_order_acquire);
+        if (mask != 0) {
+            pthread_mutex_unlock(&grow_lock);
+            cache_fill(w, mask);
+            return 0;
+        }
     }
+    if (chunk_count == MAX_CHUNKS)
+        goto fail;
+    _Atomic uint64_t *words = malloc(CHUNK_WORDS * sizeof(*words));
+    if (words == NULL)
+        goto fail;
     if (slab_left == 0) {
         slab_next = aligned_alloc(SLAB_BYTES, SLAB_BYTES);
         if (slab_next == NULL) {
-            pthread_mutex_unlock(&grow_lock);
-            return -1;
+            free((void *)words);
+            goto fail;
         }
 #ifdef MADV_HUGEPAGE
         /* a hint: EINVAL where the kernel has no THP, and a no-op when it
@@ -161,98 +220,74 @@ static int grow(void)
         atomic_init(&n->state, dq_state_make(1, false, DQ_FREE));
         atomic_init(&n->next, NULL);
         atomic_init(&n->owner, NULL);
-        atomic_init(&n->batch_next, 0);
     }
+    /* word 0 is this thread's (the cache below); the others are free */
+    atomic_init(&words[0], 0);
+    for (uint32_t w = 1; w < CHUNK_WORDS; w++)
+        atomic_init(&words[w], ~UINT64_C(0));
+    chunk_free[chunk_count] = words;
     atomic_store_explicit(&chunks[chunk_count], chunk, memory_order_release);
     chunk_count++;
+    /* release: publishes chunk_free's entry and the words' initial bits
+       (and, through them, the nodes) to claim's acquire */
+    atomic_store_explicit(&word_count, chunk_count * CHUNK_WORDS,
+                          memory_order_release);
+    /* relaxed: a hint; the words below were all seen empty just now, but
+       if a give-back lowered the hint meanwhile, its value stands */
+    uint32_t first_new = total + 1;
+    if (from < first_new)
+        atomic_compare_exchange_strong_explicit(&scan_from, &from, first_new,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
     pthread_mutex_unlock(&grow_lock);
-
-    for (uint32_t b = 0; b < CHUNK_NODES; b += DQ_POOL_BATCH) {
-        for (uint32_t i = b; i < b + DQ_POOL_BATCH; i++) {
-            chunk[i].aux_next = i + 1 < b + DQ_POOL_BATCH ? &chunk[i + 1] : NULL;
-            chunk[i].pool_ahead = i + DQ_POOL_AHEAD < b + DQ_POOL_BATCH
-                                      ? &chunk[i + DQ_POOL_AHEAD] : &chunk[i];
-        }
-        for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
-            chunk[b].pool_first[j] = base + b + 1 + j;
-        if (b == 0) {
-            dq_pool_cache.head = &chunk[0];
-            dq_pool_cache.owner = NULL;
-        } else {
-            batch_push(&chunk[b], NULL); /* no node was ever posted */
-        }
-    }
+    cache_fill(total, ~UINT64_C(0));
     return 0;
-}
-
-/* Prefetch a batch's head (both lines a post writes) and the members its
-   pool_first names; the rest come through pool_ahead as it is popped. */
-static void prefetch_batch(dq_node *head)
-{
-    dq_prefetch_node_for_post(head);
-    for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++) {
-        dq_node *m = dq_pool_node(head->pool_first[j]); /* NULL: NO_INDEX */
-        if (m == NULL)
-            break;
-        dq_prefetch_node_for_post(m);
-    }
+fail:
+    pthread_mutex_unlock(&grow_lock);
+    return -1;
 }
 
 dq_node *dq_pool_get_slow(void)
 {
     if (!dq_pool_cache.registered)
         cache_register();
-    dq_node *head = batch_pop();
-    if (head != NULL) {
-        prefetch_batch(head);
-        dq_pool_cache.head = head;
-        dq_pool_cache.owner = head->batch_owner;
-    } else if (grow() != 0) {
+    if (dq_pool_cache.mask == 0 && !claim() && grow() != 0)
         return NULL;
-    }
     return dq_pool_get_cached();
 }
 
 void dq_pool_unget(dq_node *n)
 {
-    n->aux_next = dq_pool_cache.head;
-    n->pool_ahead = n; /* the post wrote due over it */
-    dq_pool_cache.head = n;
-    /* relaxed: our own store, if the post stored it */
-    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != dq_pool_cache.owner)
-        dq_pool_cache.owner = DQ_POOL_MIXED;
+    uint32_t w = n->index / DQ_POOL_WORD_NODES;
+    uint64_t bit = UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
+    if (dq_pool_cache.mask != 0 && dq_pool_cache.word != w) {
+        give_back(w, bit);
+        return;
+    }
+    if (dq_pool_cache.mask == 0) {
+        dq_pool_cache.base = n - n->index % DQ_POOL_WORD_NODES;
+        dq_pool_cache.word = w;
+        dq_pool_cache.ahead = 0;
+    }
+    dq_pool_cache.mask |= bit; /* the lowest bit again: the next post's */
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
-    n->aux_next = NULL;
-    n->pool_ahead = n;
-    /* relaxed: the looper's own store, or one it acquired with the node */
-    void *owner = atomic_load_explicit(&n->owner, memory_order_relaxed);
-    b->owner = b->count == 0 || b->owner == owner ? owner : DQ_POOL_MIXED;
-    if (b->count == 0) {
-        for (uint32_t j = 0; j < DQ_POOL_AHEAD - 1; j++)
-            n->pool_first[j] = DQ_POOL_NO_INDEX;
-    } else if (b->count < DQ_POOL_AHEAD) {
-        b->head->pool_first[b->count - 1] = n->index;
+    uint32_t w = n->index / DQ_POOL_WORD_NODES;
+    if (b->mask != 0 && b->word != w) {
+        give_back(b->word, b->mask);
+        b->mask = 0;
     }
-    dq_node **slot = &b->recent[b->count % DQ_POOL_AHEAD];
-    if (b->count >= DQ_POOL_AHEAD)
-        (*slot)->pool_ahead = n;
-    *slot = n;
-    if (b->tail != NULL)
-        b->tail->aux_next = n;
-    else
-        b->head = n;
-    b->tail = n;
-    if (++b->count == DQ_POOL_BATCH)
+    b->word = w;
+    b->mask |= UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
+    if (b->mask == ~UINT64_C(0))
         dq_pool_batch_flush(b);
 }
 
 void dq_pool_batch_flush(dq_pool_batch *b)
 {
-    if (b->head != NULL) {
-        batch_push(b->head, b->owner);
-    }
+    if (b->mask != 0)
+        give_back(b->word, b->mask);
     dq_pool_batch_init(b);
 }

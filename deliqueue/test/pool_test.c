@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node pool as posts see it, through the pool index in each token
+   (token = generation << 28 | index): free nodes are handed out lowest
+   first whatever order they were retired in, and a thread that exits
+   gives its cached nodes back. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+TestSuite(pool, .init = fixture_setup, .fini = fixture_teardown);
+
+#define INDEX_MASK ((UINT64_C(1) << 28) - 1)
+
+static uint32_t index_of(dq_token t) { return (uint32_t)(t & INDEX_MASK); }
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct poster_run {
+    dq_queue *q;
+    int       count;
+    uint32_t *indices;
+};
+
+static void *post_and_record(void *arg)
+{
+    struct poster_run *r = arg;
+    dq_msg m = msg_what(&target_b, 7);
+    for (int i = 0; i < r->count; i++) {
+        dq_token t;
+        if (dq_post(r->q, &m, &t) != 0)
+            return (void *)1;
+        r->indices[i] = index_of(t);
+    }
+    return NULL;
+}
+
+static void run_poster(struct poster_run *r)
+{
+    pthread_t t;
+    void *rc;
+    cr_assert_eq(pthread_create(&t, NULL, post_and_record, r), 0);
+    cr_assert_eq(pthread_join(t, &rc), 0);
+    cr_assert_null(rc, "a post failed");
+}
+
+/* Cancels in random order retire a few thousand nodes; a new thread's
+   posts then take the lowest of them, in ascending address order (the
+   free map's scan from its low end), not the order they were retired in. */
+Test(pool, reuses_lowest_free_nodes_first_in_address_order)
+{
+    enum { N = 3 * 4096, M = 1000 };
+    static dq_token tok[N];
+    static uint32_t retired[N], taken[M];
+    dq_msg m = msg_what(&target_a, 1), out;
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(dq_post_delayed(q, &m, 1000000000, &tok[i]), 0);
+    srand(12345);
+    for (int i = N - 1; i > 0; i--) { /* Fisher-Yates */
+        int j = rand() % (i + 1);
+        dq_token t = tok[i];
+        tok[i] = tok[j];
+        tok[j] = t;
+    }
+    for (int i = 0; i < N; i++) {
+        retired[i] = index_of(tok[i]);
+        cr_assert_eq(dq_cancel(q, tok[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) /* idle steps end the grace periods */
+        cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
+    cr_assert_eq(atomic_load(&rec.discards), N);
+    /* the teardown gives back what the looper still holds */
+    dq_unref(q);
+    q = dq_create(NULL);
+    cr_assert_not_null(q);
+
+    struct poster_run r = { q, M, taken };
+    run_poster(&r);
+    qsort(retired, N, sizeof(retired[0]), cmp_u32);
+    for (int i = 1; i < M; i++)
+        cr_assert_gt(taken[i], taken[i - 1],
+                     "post %d took node %u after node %u", i, taken[i], taken[i - 1]);
+    /* the map may hold other free nodes below these, never above: the
+       last node taken is at most the M-th lowest of the retired ones */
+    cr_assert_leq(taken[M - 1], retired[M - 1],
+                  "took node %u though %d retired nodes lie at or below %u",
+                  taken[M - 1], M, retired[M - 1]);
+}
+
+/* Threads that post a few messages and exit give their cached nodes back
+   at exit, and the next threads take them again: the pool does not grow
+   by a word per thread. */
+Test(pool, exited_threads_give_their_cached_nodes_back)
+{
+    enum { THREADS = 400, EACH = 3 };
+    uint32_t lo = UINT32_MAX, hi = 0;
+    dq_msg out;
+    for (int t = 0; t < THREADS; t++) {
+        uint32_t idx[EACH];
+        struct poster_run r = { q, EACH, idx };
+        run_poster(&r);
+        for (int i = 0; i < EACH; i++) {
+            lo = idx[i] < lo ? idx[i] : lo;
+            hi = idx[i] > hi ? idx[i] : hi;
+        }
+    }
+    for (int i = 0; i < THREADS * EACH; i++)
+        cr_assert_eq(dq_try_next(q, &out), 0);
+    /* Each thread took a word of 64 nodes; without the give-back each
+       would have taken a fresh word, 400 words = 25,600 nodes apart. */
+    cr_assert_lt(hi - lo, 64u * 64u,
+                 "%d threads' posts spread over nodes %u..%u", THREADS, lo, hi);
+}
