@@ -37,10 +37,14 @@
  *                    prices instructions (dq_post_at's path has ~65, the
  *                    synthetic steps ~20)
  *   +owner read      the same, and the post reads line 1 (the owner)
- *   +pool chain      the same, but the next node is found through a link
- *     through line 1 in line 1 of the current one (with a hint to the node
- *                    7 ahead for the prefetch), as the pool's chain is
- *                    (the library's hint now lies over due, in line 0)
+ *   +address order   the same nodes, taken in address order (as the pool's
+ *                    free map hands them out since 7b71ff9: the lowest
+ *                    free nodes of a 64-node word first), with the owner
+ *                    read: the library's memory now
+ *   +pool chain      from +owner read: the next node is found through a
+ *     through line 1 link in line 1 of the current one (with a hint to the
+ *                    node 7 ahead for the prefetch), as the pool's chain
+ *                    of batches was until 7b71ff9
  *   +pool chain      from +scattered: the link and the hint are in line 0
  *     in line 0      (over the dead next and due) and line 1 is not read,
  *                    as in 278b84b, undone in 1a4cf54: a chain in next
@@ -277,21 +281,35 @@ static void pick_pool_nodes(recycler *r, uint64_t *rng)
     }
 }
 
+static int cmp_node_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(pool_node *const *)a, y = (uintptr_t)*(pool_node *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* The same draw, in address order: what the free map hands out. */
+static void pick_pool_nodes_in_address_order(recycler *r, uint64_t *rng)
+{
+    pick_pool_nodes(r, rng);
+    qsort(r->picked, ROUND_PUSHES, sizeof(r->picked[0]), cmp_node_address);
+}
+
 /* ---- the cases ----------------------------------------------------------- */
 
 enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
-       SCATTERED, MOVES, OWNER_READ, POOL_CHAIN, LINE0_CHAIN, DELIQUEUE, NCASES };
+       SCATTERED, MOVES, OWNER_READ, ADDRESS_ORDER, POOL_CHAIN, LINE0_CHAIN,
+       DELIQUEUE, NCASES };
 static const char *const case_name[NCASES] = {
     "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
     "+recycled by the consumer", "+prefetch 7 ahead",
     "1 line, recycled, prefetch", "+scattered over 11k nodes", "+48 register moves",
-    "+owner read in line 1",
+    "+owner read in line 1", "+address order (free map)",
     "+pool chain through line 1", "+pool chain in line 0", "dq_post_at",
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
     FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
-    SCATTERED, SCATTERED, OWNER_READ, SCATTERED, LINE0_CHAIN,
+    SCATTERED, SCATTERED, OWNER_READ, OWNER_READ, SCATTERED, ADDRESS_ORDER,
 };
 
 static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
@@ -321,6 +339,10 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
     case MOVES:
     case OWNER_READ:
         pick_pool_nodes(r, rng);
+        recycle(r, 4);
+        break;
+    case ADDRESS_ORDER:
+        pick_pool_nodes_in_address_order(r, rng);
         recycle(r, 4);
         break;
     case POOL_CHAIN:
@@ -379,10 +401,11 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         break;
     case SCATTERED:
     case OWNER_READ:
+    case ADDRESS_ORDER:
         for (int i = 0; i < ROUND_PUSHES; i++) {
             if (i + PREFETCH_AHEAD < ROUND_PUSHES)
-                prefetch_pool_node(r->picked[i + PREFETCH_AHEAD], c == OWNER_READ);
-            post_pool_node(r->picked[i], m, when + i, c == OWNER_READ);
+                prefetch_pool_node(r->picked[i + PREFETCH_AHEAD], c != SCATTERED);
+            post_pool_node(r->picked[i], m, when + i, c != SCATTERED);
         }
         break;
     case MOVES:

@@ -25,7 +25,7 @@ for c in branchless branchy; do
 done
 "$hc" bogus >/dev/null 2>&1 && fail "heap_cmp accepted a bogus comparator"
 "$pd" --rounds 5 >"$out" || fail "push_decomp failed"
-for row in 'floor (bare push, own nodes)' '+copy, 2 lines' '+prefetch 7 ahead' '+48 register moves' '+pool chain through line 1' '+pool chain in line 0' 'dq_post_at'; do
+for row in 'floor (bare push, own nodes)' '+copy, 2 lines' '+prefetch 7 ahead' '+48 register moves' '+address order (free map)' '+pool chain through line 1' '+pool chain in line 0' 'dq_post_at'; do
     grep -qF "| $row |" "$out" || fail "push_decomp: no row '$row'"
 done
 "$pd" --rounds 0 >/dev/null 2>&1 && fail "push_decomp accepted --rounds 0"
