@@ -290,10 +290,9 @@ post_node_refill(dq_queue *q, const dq_msg *m, int64_t due, bool barrier,
 static inline __attribute__((always_inline)) int
 post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
 {
-    dq_node *n = dq_pool_get_cached();
-    if (__builtin_expect(n == NULL, 0))
+    if (__builtin_expect(dq_pool_cache_empty(), 0))
         return post_node_refill(q, m, due, barrier, tok);
-    return post_node_with(n, q, m, due, barrier, tok);
+    return post_node_with(dq_pool_take_cached(), q, m, due, barrier, tok);
 }
 
 int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)

@@ -201,27 +201,31 @@ struct dq_pool_cache {
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
 
+/* Whether the calling thread's cached word is used up (then
+   dq_pool_get_slow). */
+static inline bool dq_pool_cache_empty(void)
+{
+    return dq_pool_cache.mask == 0;
+}
 /* A node in state (gen, FREE) for the calling thread, the lowest of its
-   cached word, or NULL when the word is used up (then dq_pool_get_slow).
-   Inline: this is every post's first step. */
-static inline dq_node *dq_pool_get_cached(void)
+   cached word, which must not be empty.  Inline: this is every post's
+   first step. */
+static inline dq_node *dq_pool_take_cached(void)
 {
     uint64_t mask = dq_pool_cache.mask;
-    if (__builtin_expect(mask == 0, 0))
-        return NULL;
     dq_node *base = dq_pool_cache.base;
     dq_pool_cache.mask = mask & (mask - 1);
     /* with nothing ahead, bit 63 names a node of the word we hold or
        posted already: a harmless prefetch, and no test */
     uint64_t ahead = dq_pool_cache.ahead;
-    dq_prefetch_node_for_post(base + __builtin_ctzll(ahead | UINT64_C(1) << 63));
+    dq_prefetch_node_for_post(base + (unsigned)__builtin_ctzll(ahead | UINT64_C(1) << 63));
     dq_pool_cache.ahead = ahead & (ahead - 1);
-    return base + __builtin_ctzll(mask);
+    return base + (unsigned)__builtin_ctzll(mask);
 }
 /* Refill the cache from the free map (or grow the pool), then take a
    node; NULL: out of memory (ENOMEM). */
 dq_node *dq_pool_get_slow(void);
-/* Give back a node the caller got from dq_pool_get_cached or
+/* Give back a node the caller got from dq_pool_take_cached or
    dq_pool_get_slow and never published. */
 void dq_pool_unget(dq_node *n);
 /* The node with this index, or NULL if no such node was ever made. */

@@ -106,7 +106,7 @@ static void give_back(uint32_t w, uint64_t mask)
 
 /* Hold word w's free nodes (mask) in this thread's cache, and prefetch the
    first DQ_POOL_AHEAD of them; the posts prefetch the rest, one ahead
-   each (dq_pool_get_cached). */
+   each (dq_pool_take_cached). */
 static void cache_fill(uint32_t w, uint64_t mask)
 {
     dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
@@ -251,9 +251,9 @@ dq_node *dq_pool_get_slow(void)
 {
     if (!dq_pool_cache.registered)
         cache_register();
-    if (dq_pool_cache.mask == 0 && !claim() && grow() != 0)
+    if (dq_pool_cache_empty() && !claim() && grow() != 0)
         return NULL;
-    return dq_pool_get_cached();
+    return dq_pool_take_cached();
 }
 
 void dq_pool_unget(dq_node *n)
