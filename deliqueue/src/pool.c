@@ -86,6 +86,29 @@ static _Atomic uint64_t *free_word(uint32_t w)
     return &chunk_free[w / CHUNK_WORDS][w % CHUNK_WORDS];
 }
 
+#ifdef DQ_MUTANT_FREE_MAP_RELAXED
+#define GIVE_BACK_ORDER memory_order_relaxed /* mutant */
+#define TAKE_ORDER      memory_order_relaxed /* mutant */
+#else
+#define GIVE_BACK_ORDER memory_order_release
+#define TAKE_ORDER      memory_order_acquire
+#endif
+
+/* Take every free node of word *p: the word's bits, which are then 0. */
+static uint64_t take_word(_Atomic uint64_t *p)
+{
+#ifdef DQ_MUTANT_TAKE_NOT_ATOMIC
+    /* mutant: two takers can both read the bits, and a give-back between
+       the load and the store is lost */
+    uint64_t mask = atomic_load_explicit(p, TAKE_ORDER);
+    atomic_store_explicit(p, 0, memory_order_relaxed);
+    return mask;
+#else
+    /* acquire: pairs with give_back's release (the nodes' resets) */
+    return atomic_exchange_explicit(p, 0, TAKE_ORDER);
+#endif
+}
+
 /* Put the nodes of mask in word w back into the map. */
 static void give_back(uint32_t w, uint64_t mask)
 {
@@ -93,7 +116,7 @@ static void give_back(uint32_t w, uint64_t mask)
        before the taker's acquire exchange; every write to a word is an
        RMW, so whichever exchange takes these bits reads from this
        release sequence */
-    atomic_fetch_or_explicit(free_word(w), mask, memory_order_release);
+    atomic_fetch_or_explicit(free_word(w), mask, GIVE_BACK_ORDER);
     /* relaxed: a hint (see scan_from); lowered so the next scan finds
        these low nodes before higher ones */
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
@@ -133,8 +156,7 @@ static bool claim(void)
         /* relaxed: only whether to try; the exchange decides */
         if (atomic_load_explicit(p, memory_order_relaxed) == 0)
             continue;
-        /* acquire: pairs with give_back's release (the nodes' resets) */
-        uint64_t mask = atomic_exchange_explicit(p, 0, memory_order_acquire);
+        uint64_t mask = take_word(p);
         if (mask == 0)
             continue;
         if (w != from) /* relaxed: a hint; lost to a racing update, fine */
@@ -182,8 +204,7 @@ static int grow(void)
         _Atomic uint64_t *p = free_word(w);
         if (atomic_load_explicit(p, memory_order_relaxed) == 0)
             continue;
-        /* acquire: as in claim */
-        uint64_t mask = atomic_exchange_explicit(p, 0, memory_order_acquire);
+        uint64_t mask = take_word(p);
         if (mask != 0) {
             pthread_mutex_unlock(&grow_lock);
             cache_fill(w, mask);
