@@ -186,16 +186,25 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
     dq_arch_prefetch_for_read((const char *)n + 64);
 }
 
-/* The calling thread's free nodes: the free bits of one word of the
-   pool's free map, taken whole from the map, so that only this thread
-   touches them (given back when the thread exits).  base is the word's
-   first node; ahead is mask less its DQ_POOL_AHEAD lowest bits, so its
-   lowest bit is the node DQ_POOL_AHEAD posts ahead. */
+/* Free-map words to a cache line: a taker takes every non-empty word of
+   the line it finds first, so that one transfer of the line from the
+   looper that gave the nodes back serves up to this many words. */
+#define DQ_POOL_LINE_WORDS 8u
+
+/* The calling thread's free nodes: the free bits of words of the pool's
+   free map, taken whole from the map, so that only this thread touches
+   them (given back when the thread exits).  The posts take the current
+   word's: base is its first node; ahead is mask less its DQ_POOL_AHEAD
+   lowest bits, so its lowest bit is the node DQ_POOL_AHEAD posts ahead.
+   The other words taken with it wait in the stash, in address order. */
 struct dq_pool_cache {
     dq_node *base;
     uint64_t mask;
     uint64_t ahead;
     uint32_t word;
+    uint32_t stash_next, stash_count;
+    uint32_t stash_word[DQ_POOL_LINE_WORDS - 1];
+    uint64_t stash_mask[DQ_POOL_LINE_WORDS - 1];
     bool     registered;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache

@@ -129,14 +129,26 @@ static void give_back(uint32_t w, uint64_t mask)
 
 /* Hold word w's free nodes (mask) in this thread's cache, and prefetch the
    first DQ_POOL_AHEAD of them; the posts prefetch the rest, one ahead
-   each (dq_pool_take_cached). */
+   each (dq_pool_take_cached).  A word with fewer free nodes than that
+   (an aged map: its other nodes are still posted) makes up the count
+   from the stash's next word, whose first posts would otherwise start
+   with a cold miss each time the posts cross into it. */
 static void cache_fill(uint32_t w, uint64_t mask)
 {
     dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
     uint64_t ahead = mask;
-    for (uint32_t j = 0; j < DQ_POOL_AHEAD && ahead != 0; j++) {
+    uint32_t j = 0;
+    for (; j < DQ_POOL_AHEAD && ahead != 0; j++) {
         dq_prefetch_node_for_post(base + __builtin_ctzll(ahead));
         ahead &= ahead - 1;
+    }
+    uint32_t i = dq_pool_cache.stash_next;
+    if (j < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count) {
+        dq_node *next = dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES);
+        for (uint64_t m = dq_pool_cache.stash_mask[i]; j < DQ_POOL_AHEAD && m != 0; j++) {
+            dq_prefetch_node_for_post(next + __builtin_ctzll(m));
+            m &= m - 1;
+        }
     }
     dq_pool_cache.base = base;
     dq_pool_cache.word = w;
@@ -144,7 +156,8 @@ static void cache_fill(uint32_t w, uint64_t mask)
     dq_pool_cache.ahead = ahead;
 }
 
-/* Take the lowest non-empty word at or above scan_from into the cache. */
+/* Take the lowest non-empty word at or above scan_from into the cache,
+   and the other non-empty words of its cache line into the stash. */
 static bool claim(void)
 {
     /* acquire: pairs with grow's release, so chunk_free of every word
@@ -159,8 +172,27 @@ static bool claim(void)
         uint64_t mask = take_word(p);
         if (mask == 0)
             continue;
-        if (w != from) /* relaxed: a hint; lost to a racing update, fine */
-            atomic_compare_exchange_strong_explicit(&scan_from, &from, w,
+        /* the rest of the line is here now: take its words too */
+        uint32_t line_end = (w | (DQ_POOL_LINE_WORDS - 1)) + 1;
+        if (line_end > total)
+            line_end = total;
+        uint32_t n = 0;
+        for (uint32_t v = w + 1; v < line_end; v++) {
+            _Atomic uint64_t *pv = free_word(v);
+            if (atomic_load_explicit(pv, memory_order_relaxed) == 0)
+                continue;
+            uint64_t more = take_word(pv);
+            if (more != 0) {
+                dq_pool_cache.stash_word[n] = v;
+                dq_pool_cache.stash_mask[n] = more;
+                n++;
+            }
+        }
+        dq_pool_cache.stash_next = 0;
+        dq_pool_cache.stash_count = n;
+        uint32_t next = n != 0 ? line_end : w;
+        if (next != from) /* relaxed: a hint; lost to a racing update, fine */
+            atomic_compare_exchange_strong_explicit(&scan_from, &from, next,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed);
         cache_fill(w, mask);
@@ -169,13 +201,27 @@ static bool claim(void)
     return false;
 }
 
+/* Move the stash's next word into the cache; false if the stash is empty. */
+static bool unstash(void)
+{
+    uint32_t i = dq_pool_cache.stash_next;
+    if (i == dq_pool_cache.stash_count)
+        return false;
+    dq_pool_cache.stash_next = i + 1;
+    cache_fill(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
+    return true;
+}
+
 static void cache_release(void *unused)
 {
     (void)unused;
     if (dq_pool_cache.mask != 0)
         give_back(dq_pool_cache.word, dq_pool_cache.mask);
+    for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
+        give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
     dq_pool_cache.mask = 0;
     dq_pool_cache.ahead = 0;
+    dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
 }
 
 static void cache_key_create(void)
@@ -213,7 +259,8 @@ static int grow(void)
     }
     if (chunk_count == MAX_CHUNKS)
         goto fail;
-    _Atomic uint64_t *words = malloc(CHUNK_WORDS * sizeof(*words));
+    /* line-aligned, so that a claim's line of words is one cache line */
+    _Atomic uint64_t *words = aligned_alloc(64, CHUNK_WORDS * sizeof(*words));
     if (words == NULL)
         goto fail;
     if (slab_left == 0) {
@@ -272,7 +319,7 @@ dq_node *dq_pool_get_slow(void)
 {
     if (!dq_pool_cache.registered)
         cache_register();
-    if (dq_pool_cache_empty() && !claim() && grow() != 0)
+    if (dq_pool_cache_empty() && !unstash() && !claim() && grow() != 0)
         return NULL;
     return dq_pool_take_cached();
 }
