@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# smoke_test.sh QUEUE_BENCH HEAP_CMP PUSH_DECOMP
+# smoke_test.sh QUEUE_BENCH HEAP_CMP PUSH_DECOMP STEADY_POST
 # The benchmarks run and print what they promise.  Not a timed assertion:
 # no number is checked, only that every contender and scenario appears.
 set -eu
-qb=$1 hc=$2 pd=$3
+qb=$1 hc=$2 pd=$3 sp=$4
 out=${TEST_TMPDIR:-/tmp}/queue_bench.out
 json=${TEST_TMPDIR:-/tmp}/queue_bench.json
 "$qb" --quick --reps 1 --json "$json" >"$out"
@@ -29,4 +29,7 @@ for row in 'floor (bare push, own nodes)' '+copy, 2 lines' '+prefetch 7 ahead' '
     grep -qF "| $row |" "$out" || fail "push_decomp: no row '$row'"
 done
 "$pd" --rounds 0 >/dev/null 2>&1 && fail "push_decomp accepted --rounds 0"
+"$sp" --seconds 0.2 --reps 2 >"$out" || fail "steady_post failed"
+grep -q '^| median | | [0-9.]* | [0-9.]* |$' "$out" || fail "steady_post: no median row"
+"$sp" --reps 0 >/dev/null 2>&1 && fail "steady_post accepted --reps 0"
 echo "smoke_test: ok"
