@@ -116,3 +116,65 @@ Test(pool, exited_threads_give_their_cached_nodes_back)
     cr_assert_lt(hi - lo, 64u * 64u,
                  "%d threads' posts spread over nodes %u..%u", THREADS, lo, hi);
 }
+
+/* Threads post to their own queues and cancel and retire at once, so that
+   words of the free map are taken and given back by every thread all the
+   time: no node is ever handed to two threads (each cancel reports the
+   payload its own thread posted, exactly once). */
+struct churner {
+    pthread_t  thread;
+    int        id;
+    _Atomic long *mixed;
+};
+
+static void check_own(const dq_msg *m, void *ctx)
+{
+    struct churner *c = ctx;
+    if (m->what != c->id || m->target != &target_b)
+        atomic_fetch_add(c->mixed, 1);
+}
+
+static void *churn(void *arg)
+{
+    struct churner *c = arg;
+    dq_options o = { .on_discard = check_own, .ctx = c };
+    dq_queue *own = dq_create(&o);
+    if (own == NULL)
+        return (void *)1;
+    dq_msg m = msg_what(&target_b, c->id), out;
+    enum { BURST = 200 };
+    dq_token tok[BURST];
+    int64_t end = dq_now() + 1500000000; /* 1.5 s of the real clock */
+    while (dq_now() < end) {
+        for (int i = 0; i < BURST; i++)
+            if (dq_post_delayed(own, &m, 1000000000, &tok[i]) != 0)
+                return (void *)2;
+        for (int i = 0; i < BURST; i++)
+            if (dq_cancel(own, tok[(i * 7) % BURST]) != 0) /* 7 and BURST coprime */
+                return (void *)3;
+        (void)dq_try_next(own, &out); /* retires them: nodes go back */
+        (void)dq_try_next(own, &out);
+    }
+    dq_unref(own);
+    return NULL;
+}
+
+Test(pool, concurrent_takers_never_share_a_node, .timeout = 30)
+{
+    enum { THREADS = 4 };
+    dq_test_clock_real();
+    _Atomic long mixed = 0;
+    struct churner c[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        c[i].id = i;
+        c[i].mixed = &mixed;
+        cr_assert_eq(pthread_create(&c[i].thread, NULL, churn, &c[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *rc;
+        cr_assert_eq(pthread_join(c[i].thread, &rc), 0);
+        cr_assert_null(rc, "thread %d failed at step %ld", i, (long)(intptr_t)rc);
+    }
+    cr_assert_eq(atomic_load(&mixed), 0, "%ld cancels reported another thread's message",
+                 atomic_load(&mixed));
+}
