@@ -65,7 +65,7 @@ static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 #define DQ_LOOPER_UNLINKED 2u /* the looper has taken it out of the stack */
 
 /* The pool's free map has a bit per node, DQ_POOL_WORD_NODES nodes to a
-   word; a thread takes a word's free nodes at once and posts them in
+   word; a thread takes words' free nodes at once and posts them in
    address order, prefetching DQ_POOL_AHEAD posts ahead (dq_pool_cache). */
 #define DQ_POOL_WORD_NODES 64u
 #define DQ_POOL_AHEAD 7u

@@ -4,9 +4,10 @@
  *
  * Nodes live in chunks that are never freed.  Which nodes are free is a
  * bitmap, the free map: one bit per node, 64 nodes (8 KiB) to a word, set
- * while the node waits in the pool.  A thread takes a whole word at a time
- * (one exchange with 0) and posts its nodes in address order; a looper
- * gives retired nodes back by or-ing their bits in, one fetch_or per word.
+ * while the node waits in the pool.  A thread takes whole words (one
+ * exchange with 0 each), every non-empty one of the cache line of words
+ * it finds first, and posts their nodes in address order; a looper gives
+ * retired nodes back by or-ing their bits in, one fetch_or per word.
  * Takers scan the map from its low end, so the pool hands out the lowest
  * free nodes first, whatever order they were retired in: the posts of a
  * busy queue stay packed into few words, and the looper's sweep over them
@@ -109,6 +110,24 @@ static uint64_t take_word(_Atomic uint64_t *p)
 #endif
 }
 
+/* Take every free node of word w, if it looks non-empty: 0 if not, or if a
+   racing taker had them first. */
+static uint64_t take_if_free(uint32_t w)
+{
+    _Atomic uint64_t *p = free_word(w);
+    /* relaxed: only whether to try; the exchange decides */
+    if (atomic_load_explicit(p, memory_order_relaxed) == 0)
+        return 0;
+    return take_word(p);
+}
+
+/* The free-map word of node n, and its bit there. */
+static uint32_t word_of(const dq_node *n) { return n->index / DQ_POOL_WORD_NODES; }
+static uint64_t bit_of(const dq_node *n)
+{
+    return UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
+}
+
 /* Put the nodes of mask in word w back into the map. */
 static void give_back(uint32_t w, uint64_t mask)
 {
@@ -165,11 +184,7 @@ static bool claim(void)
     uint32_t total = atomic_load_explicit(&word_count, memory_order_acquire);
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
     for (uint32_t w = from; w < total; w++) {
-        _Atomic uint64_t *p = free_word(w);
-        /* relaxed: only whether to try; the exchange decides */
-        if (atomic_load_explicit(p, memory_order_relaxed) == 0)
-            continue;
-        uint64_t mask = take_word(p);
+        uint64_t mask = take_if_free(w);
         if (mask == 0)
             continue;
         /* the rest of the line is here now: take its words too */
@@ -178,10 +193,7 @@ static bool claim(void)
             line_end = total;
         uint32_t n = 0;
         for (uint32_t v = w + 1; v < line_end; v++) {
-            _Atomic uint64_t *pv = free_word(v);
-            if (atomic_load_explicit(pv, memory_order_relaxed) == 0)
-                continue;
-            uint64_t more = take_word(pv);
+            uint64_t more = take_if_free(v);
             if (more != 0) {
                 dq_pool_cache.stash_word[n] = v;
                 dq_pool_cache.stash_mask[n] = more;
@@ -247,10 +259,7 @@ static int grow(void)
     uint32_t total = chunk_count * CHUNK_WORDS;
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
     for (uint32_t w = 0; w < total; w++) {
-        _Atomic uint64_t *p = free_word(w);
-        if (atomic_load_explicit(p, memory_order_relaxed) == 0)
-            continue;
-        uint64_t mask = take_word(p);
+        uint64_t mask = take_if_free(w);
         if (mask != 0) {
             pthread_mutex_unlock(&grow_lock);
             cache_fill(w, mask);
@@ -326,10 +335,9 @@ dq_node *dq_pool_get_slow(void)
 
 void dq_pool_unget(dq_node *n)
 {
-    uint32_t w = n->index / DQ_POOL_WORD_NODES;
-    uint64_t bit = UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
+    uint32_t w = word_of(n);
     if (dq_pool_cache.mask != 0 && dq_pool_cache.word != w) {
-        give_back(w, bit);
+        give_back(w, bit_of(n));
         return;
     }
     if (dq_pool_cache.mask == 0) {
@@ -337,18 +345,18 @@ void dq_pool_unget(dq_node *n)
         dq_pool_cache.word = w;
         dq_pool_cache.ahead = 0;
     }
-    dq_pool_cache.mask |= bit; /* the lowest bit again: the next post's */
+    dq_pool_cache.mask |= bit_of(n); /* the lowest bit again: the next post's */
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
-    uint32_t w = n->index / DQ_POOL_WORD_NODES;
+    uint32_t w = word_of(n);
     if (b->mask != 0 && b->word != w) {
         give_back(b->word, b->mask);
         b->mask = 0;
     }
     b->word = w;
-    b->mask |= UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
+    b->mask |= bit_of(n);
     if (b->mask == ~UINT64_C(0))
         dq_pool_batch_flush(b);
 }
