@@ -88,13 +88,6 @@
 #define BACKGROUND    10000
 #define PREFETCH_AHEAD 7
 
-static int64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- the synthetic nodes ------------------------------------------------ */
 
 typedef struct line_node { /* one line: next + message */
@@ -363,7 +356,7 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         break;
     }
     atomic_store_explicit(&top, NULL, memory_order_relaxed);
-    int64_t t0 = cpu_ns();
+    int64_t t0 = bench_thread_cpu_ns();
     switch (c) {
     case FLOOR:
         for (int i = 0; i < ROUND_PUSHES; i++)
@@ -444,7 +437,7 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         }
         break;
     }
-    double ns = (double)(cpu_ns() - t0) / ROUND_PUSHES;
+    double ns = (double)(bench_thread_cpu_ns() - t0) / ROUND_PUSHES;
     if (c == DELIQUEUE)
         recycle(r, 3);
     return ns;

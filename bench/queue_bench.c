@@ -118,15 +118,6 @@ int64_t bench_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The calling thread's CPU time: what a single-threaded measurement costs
-   without the time other processes of the shared machine ran instead. */
-static int64_t bench_cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void die(const char *what, const bench_contender *c, int err)
 {
     fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what,
@@ -436,7 +427,7 @@ static void *insert_producer_main(void *arg)
            contender (the legacy list at depth) never overshoots the
            round's deadline by a whole chunk */
         long done = 0, max_chunk = 1;
-        int64_t c0 = bench_cpu_now();
+        int64_t c0 = bench_thread_cpu_ns();
         int64_t t0 = bench_now(), t = t0, prev;
         while (done < p->ops_asked) {
             long chunk = p->ops_asked - done;
@@ -462,7 +453,7 @@ static void *insert_producer_main(void *arg)
         }
         p->t_start = t0;
         p->t_end = bench_now();
-        p->cpu_ns = bench_cpu_now() - c0;
+        p->cpu_ns = bench_thread_cpu_ns() - c0;
         p->ops_done = done;
         pthread_barrier_wait(&run->done);
     }
@@ -528,9 +519,9 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
         ops += round_done;
         wall_ns += (double)(t1 - t0);
         if (c->caps & BENCH_CONSUMES) {
-            int64_t s0 = bench_cpu_now();
+            int64_t s0 = bench_thread_cpu_ns();
             consumer_sweep(c, run->q);
-            sweep_ns += (double)(bench_cpu_now() - s0);
+            sweep_ns += (double)(bench_thread_cpu_ns() - s0);
             /* restore the depth, untimed */
             size_t removed = c->remove(run->q, &burst);
             if ((long)removed != round_done)
@@ -617,7 +608,7 @@ static void *e2e_consumer_main(void *arg)
     consumer_sweep(c, run->q);        /* this thread is the consumer now */
     atomic_fetch_add(&run->ready, 1);
     long total = run->per_producer * run->nproducers;
-    int64_t cpu0 = bench_cpu_now();
+    int64_t cpu0 = bench_thread_cpu_ns();
     while (run->delivered < total) {
         dq_msg out;
         int err = c->next_until(run->q, &out, bench_now() + 5000000000LL);
@@ -643,7 +634,7 @@ static void *e2e_consumer_main(void *arg)
         run->delivered++;
         run->t_last_delivery = now;
     }
-    run->consumer_cpu_ns = bench_cpu_now() - cpu0;
+    run->consumer_cpu_ns = bench_thread_cpu_ns() - cpu0;
     return NULL;
 }
 
@@ -897,11 +888,11 @@ static void run_remove_point(const config *cfg, int col, int rep, long depth)
         /* target 0 holds what 0, 8, 16, ...: what = 8 * i matches ~D/1024 */
         dq_match match = { .target = &fill_targets[0], .fields = DQ_MATCH_WHAT,
                            .what = (int32_t)((8 * i) % 128) };
-        int64_t t0 = bench_cpu_now();
+        int64_t t0 = bench_thread_cpu_ns();
         size_t removed = c->remove(q, &match);
-        int64_t t1 = bench_cpu_now();
+        int64_t t1 = bench_thread_cpu_ns();
         consumer_sweep(c, q);
-        int64_t t2 = bench_cpu_now();
+        int64_t t2 = bench_thread_cpu_ns();
         (void)removed;
         call_ns += (double)(t1 - t0);
         total_ns += (double)(t2 - t0);
@@ -933,15 +924,15 @@ static void run_cancel_point(const config *cfg, int col, int rep, long depth)
     /* distinct pseudo-random victims: a stride coprime to depth */
     long stride = 7919 % depth ? 7919 : 7907;
     long start = (long)((uint64_t)rep * 104729u % (uint64_t)depth);
-    int64_t t0 = bench_cpu_now();
+    int64_t t0 = bench_thread_cpu_ns();
     for (long i = 0; i < k; i++) {
         int err = c->cancel(q, toks[(start + i * stride) % depth]);
         if (err)
             die("cancel", c, err);
     }
-    int64_t t1 = bench_cpu_now();
+    int64_t t1 = bench_thread_cpu_ns();
     consumer_sweep(c, q);
-    int64_t t2 = bench_cpu_now();
+    int64_t t2 = bench_thread_cpu_ns();
     c->destroy(q);
     free(toks);
     aged_heap_free(&aged);
@@ -961,10 +952,10 @@ static void run_heap_point(const config *cfg, int col, int rep, long depth,
 {
     /* CPU time of this one thread: its wall time minus the time the
        shared machine ran something else instead */
-    int64_t t0 = bench_cpu_now();
+    int64_t t0 = bench_thread_cpu_ns();
     uint64_t sum = bench_heap_comparators[col].work(
         (uint32_t)depth, (uint64_t)cfg->heap_ops, 42 + (uint64_t)rep, quantum);
-    int64_t t1 = bench_cpu_now();
+    int64_t t1 = bench_thread_cpu_ns();
     if (sum == 0)
         die("heap workload", NULL, ENOMEM);
     char name[96];

@@ -34,21 +34,14 @@ struct consumer {
     int64_t   cpu_ns;
 };
 
-static int64_t thread_cpu_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void *consume(void *arg)
 {
     struct consumer *c = arg;
     dq_msg m;
-    int64_t c0 = thread_cpu_ns();
+    int64_t c0 = bench_thread_cpu_ns();
     while (dq_next(c->q, &m) == 0)
         c->delivered++;
-    c->cpu_ns = thread_cpu_ns() - c0;
+    c->cpu_ns = bench_thread_cpu_ns() - c0;
     return NULL;
 }
 
