@@ -146,6 +146,17 @@ static void give_back(uint32_t w, uint64_t mask)
         ;
 }
 
+/* Prefetch the lowest nodes of mask (base: its word's first node) until
+   *done reaches DQ_POOL_AHEAD; returns mask less the nodes prefetched. */
+static uint64_t prefetch_lowest(dq_node *base, uint64_t mask, uint32_t *done)
+{
+    for (; *done < DQ_POOL_AHEAD && mask != 0; ++*done) {
+        dq_prefetch_node_for_post(base + __builtin_ctzll(mask));
+        mask &= mask - 1;
+    }
+    return mask;
+}
+
 /* Hold word w's free nodes (mask) in this thread's cache, and prefetch the
    first DQ_POOL_AHEAD of them; the posts prefetch the rest, one ahead
    each (dq_pool_take_cached).  A word with fewer free nodes than that
@@ -155,20 +166,12 @@ static void give_back(uint32_t w, uint64_t mask)
 static void cache_fill(uint32_t w, uint64_t mask)
 {
     dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
-    uint64_t ahead = mask;
-    uint32_t j = 0;
-    for (; j < DQ_POOL_AHEAD && ahead != 0; j++) {
-        dq_prefetch_node_for_post(base + __builtin_ctzll(ahead));
-        ahead &= ahead - 1;
-    }
+    uint32_t done = 0;
+    uint64_t ahead = prefetch_lowest(base, mask, &done);
     uint32_t i = dq_pool_cache.stash_next;
-    if (j < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count) {
-        dq_node *next = dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES);
-        for (uint64_t m = dq_pool_cache.stash_mask[i]; j < DQ_POOL_AHEAD && m != 0; j++) {
-            dq_prefetch_node_for_post(next + __builtin_ctzll(m));
-            m &= m - 1;
-        }
-    }
+    if (done < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count)
+        (void)prefetch_lowest(dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES),
+                              dq_pool_cache.stash_mask[i], &done);
     dq_pool_cache.base = base;
     dq_pool_cache.word = w;
     dq_pool_cache.mask = mask;
