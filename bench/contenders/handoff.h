@@ -15,8 +15,8 @@
  *              handoff_remove
  *
  * Parking is an eventcount on a futex: the consumer announces `parked`,
- * re-checks the stack, and sleeps on `wake_word`; a producer that sees
- * `parked` after its push bumps the word and wakes it.
+ * re-checks the stack, and sleeps on `wake_word`; the first producer that
+ * takes `parked` back to 0 after its push bumps the word and wakes it.
  */
 #ifndef BENCH_CONTENDERS_HANDOFF_H
 #define BENCH_CONTENDERS_HANDOFF_H
@@ -120,19 +120,29 @@ static inline void handoff_park(handoff_looper *h, int64_t deadline,
                     deadline == INT64_MAX ? NULL : &ts, NULL, 0);
         }
     }
-    /* relaxed: only a hint for producers; a stale 1 costs a spare wake */
+    /* relaxed: only a hint for producers; a stale 1 costs a spare wake
+       (and is 0 already when a producer's exchange woke us) */
     atomic_store_explicit(&h->parked, 0, memory_order_relaxed);
 }
 
 /* Producer, right after its push (a locked read-modify-write, a full
    barrier on x86, which the handoff baselines are benchmarked on): wake a
-   parked consumer.  The load is the only extra shared access of a post. */
+   parked consumer.  The load is the only extra shared access of a post to
+   a running consumer.  Only the producer whose exchange takes parked from
+   1 to 0 makes the syscall: until the woken consumer runs, every other
+   post would otherwise see parked still 1 and wake it again (a futex
+   syscall of a microsecond or more per post during a wake-up; deliqueue
+   flips its sleep word the same way).  A producer that reads 0 after the
+   winner's exchange pushed before that read, and so before the consumer's
+   next announcement of parked, whose re-check of the stack then sees it. */
 static inline void handoff_producer_wake(handoff_looper *h)
 {
 #if !defined(__x86_64__) && !defined(__i386__)
     atomic_thread_fence(memory_order_seq_cst);
 #endif
-    if (atomic_load_explicit(&h->parked, memory_order_relaxed)) {
+    /* relaxed: the push's full barrier above orders both after the push */
+    if (atomic_load_explicit(&h->parked, memory_order_relaxed) &&
+        atomic_exchange_explicit(&h->parked, 0, memory_order_relaxed)) {
         /* release pairs with the consumer's acquire load of the word */
         atomic_fetch_add_explicit(&h->wake_word, 1, memory_order_release);
         syscall(SYS_futex, &h->wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
