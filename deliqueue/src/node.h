@@ -187,9 +187,15 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
 }
 
 /* Free-map words to a cache line: a taker takes every non-empty word of
-   the line it finds first, so that one transfer of the line from the
+   a line it takes from, so that one transfer of the line from the
    looper that gave the nodes back serves up to this many words. */
 #define DQ_POOL_LINE_WORDS 8u
+/* A claim takes lines until it holds this many nodes (or its stash is
+   full): under steady random delays the looper gives nodes back a few
+   to a word, and a claim's misses (the hint, the map line, the first
+   node) are paid once per claim. */
+#define DQ_POOL_CLAIM_NODES 64u
+#define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS - 1u)
 
 /* The calling thread's free nodes: the free bits of words of the pool's
    free map, taken whole from the map, so that only this thread touches
@@ -203,8 +209,8 @@ struct dq_pool_cache {
     uint64_t ahead;
     uint32_t word;
     uint32_t stash_next, stash_count;
-    uint32_t stash_word[DQ_POOL_LINE_WORDS - 1];
-    uint64_t stash_mask[DQ_POOL_LINE_WORDS - 1];
+    uint32_t stash_word[DQ_POOL_STASH_WORDS];
+    uint64_t stash_mask[DQ_POOL_STASH_WORDS];
     bool     registered;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache

@@ -6,7 +6,8 @@
  * bitmap, the free map: one bit per node, 64 nodes (8 KiB) to a word, set
  * while the node waits in the pool.  A thread takes whole words (one
  * exchange with 0 each), every non-empty one of the cache line of words
- * it finds first, and posts their nodes in address order; a looper gives
+ * it finds first and of the lines after it until it holds 64 nodes, and
+ * posts their nodes in address order; a looper gives
  * retired nodes back by or-ing their bits in, one fetch_or per word.
  * Takers scan the map from its low end, so the pool hands out the lowest
  * free nodes first, whatever order they were retired in: the posts of a
@@ -168,8 +169,8 @@ static void cache_fill(uint32_t w, uint64_t mask)
     dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
     uint32_t done = 0;
     uint64_t ahead = prefetch_lowest(base, mask, &done);
-    uint32_t i = dq_pool_cache.stash_next;
-    if (done < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count)
+    for (uint32_t i = dq_pool_cache.stash_next;
+         done < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count; i++)
         (void)prefetch_lowest(dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES),
                               dq_pool_cache.stash_mask[i], &done);
     dq_pool_cache.base = base;
@@ -179,41 +180,52 @@ static void cache_fill(uint32_t w, uint64_t mask)
 }
 
 /* Take the lowest non-empty word at or above scan_from into the cache,
-   and the other non-empty words of its cache line into the stash. */
+   and the other non-empty words of its cache line into the stash; then
+   the non-empty words of the lines after it while the claim holds fewer
+   than DQ_POOL_CLAIM_NODES nodes and its stash has room for a line. */
 static bool claim(void)
 {
     /* acquire: pairs with grow's release, so chunk_free of every word
        below total is seen */
     uint32_t total = atomic_load_explicit(&word_count, memory_order_acquire);
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
-    for (uint32_t w = from; w < total; w++) {
-        uint64_t mask = take_if_free(w);
-        if (mask == 0)
-            continue;
-        /* the rest of the line is here now: take its words too */
-        uint32_t line_end = (w | (DQ_POOL_LINE_WORDS - 1)) + 1;
+    uint32_t w = from;
+    uint64_t mask = 0;
+    for (; w < total && mask == 0; w++)
+        mask = take_if_free(w);
+    if (mask == 0)
+        return false;
+    uint32_t first = w - 1, n = 0, nodes = (uint32_t)__builtin_popcountll(mask);
+    /* the rest of the line is here now: take its words too, and go on
+       by whole lines while the claim is short */
+    uint32_t line_end = (first | (DQ_POOL_LINE_WORDS - 1)) + 1;
+    for (;;) {
         if (line_end > total)
             line_end = total;
-        uint32_t n = 0;
-        for (uint32_t v = w + 1; v < line_end; v++) {
+        for (uint32_t v = w; v < line_end; v++) {
             uint64_t more = take_if_free(v);
             if (more != 0) {
                 dq_pool_cache.stash_word[n] = v;
                 dq_pool_cache.stash_mask[n] = more;
                 n++;
+                nodes += (uint32_t)__builtin_popcountll(more);
             }
         }
-        dq_pool_cache.stash_next = 0;
-        dq_pool_cache.stash_count = n;
-        uint32_t next = n != 0 ? line_end : w;
-        if (next != from) /* relaxed: a hint; lost to a racing update, fine */
-            atomic_compare_exchange_strong_explicit(&scan_from, &from, next,
-                                                    memory_order_relaxed,
-                                                    memory_order_relaxed);
-        cache_fill(w, mask);
-        return true;
+        w = line_end;
+        if (nodes >= DQ_POOL_CLAIM_NODES || w == total ||
+            n + DQ_POOL_LINE_WORDS > DQ_POOL_STASH_WORDS)
+            break;
+        line_end = w + DQ_POOL_LINE_WORDS;
     }
-    return false;
+    dq_pool_cache.stash_next = 0;
+    dq_pool_cache.stash_count = n;
+    uint32_t next = n != 0 ? w : first;
+    if (next != from) /* relaxed: a hint; lost to a racing update, fine */
+        atomic_compare_exchange_strong_explicit(&scan_from, &from, next,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
+    cache_fill(first, mask);
+    return true;
 }
 
 /* Move the stash's next word into the cache; false if the stash is empty. */
