@@ -195,19 +195,25 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
    to a word, and a claim's misses (the hint, the map line, the first
    node) are paid once per claim. */
 #define DQ_POOL_CLAIM_NODES 64u
-#define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS - 1u)
+#define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS)
 
-/* The calling thread's free nodes: the free bits of words of the pool's
-   free map, taken whole from the map, so that only this thread touches
-   them (given back when the thread exits).  The posts take the current
-   word's: base is its first node; ahead is mask less its DQ_POOL_AHEAD
-   lowest bits, so its lowest bit is the node DQ_POOL_AHEAD posts ahead.
-   The other words taken with it wait in the stash, in address order. */
+/* Nodes in a thread's magazine: the posts take them in order. */
+#define DQ_POOL_MAG_NODES 64u
+_Static_assert(DQ_POOL_AHEAD < DQ_POOL_MAG_NODES, "prefetch within a magazine");
+
+/* The calling thread's free nodes, taken from the pool's free map as whole
+   words, so that only this thread touches them (given back when the
+   thread exits).  The posts take them from the magazine, mag[next ..
+   count), in address order, each prefetching the node DQ_POOL_AHEAD
+   posts ahead; the words not yet moved into it wait in the stash, in
+   address order (stash_mask: the bits still to move).  A magazine spans
+   words, so a post refills once per DQ_POOL_MAG_NODES nodes however
+   sparse the words are (under steady random delays they hold ~3 free
+   nodes each, bench/RESULTS.md).  Past count the entries still point at
+   nodes (earlier fills, or padding), so the prefetch needs no test. */
 struct dq_pool_cache {
-    dq_node *base;
-    uint64_t mask;
-    uint64_t ahead;
-    uint32_t word;
+    uint32_t next, count;
+    dq_node *mag[DQ_POOL_MAG_NODES];
     uint32_t stash_next, stash_count;
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
@@ -216,26 +222,21 @@ struct dq_pool_cache {
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
 
-/* Whether the calling thread's cached word is used up (then
+/* Whether the calling thread's magazine is used up (then
    dq_pool_get_slow). */
 static inline bool dq_pool_cache_empty(void)
 {
-    return dq_pool_cache.mask == 0;
+    return dq_pool_cache.next == dq_pool_cache.count;
 }
-/* A node in state (gen, FREE) for the calling thread, the lowest of its
-   cached word, which must not be empty.  Inline: this is every post's
-   first step. */
+/* A node in state (gen, FREE) for the calling thread, the next of its
+   magazine, which must not be empty.  Inline: this is every post's first
+   step. */
 static inline dq_node *dq_pool_take_cached(void)
 {
-    uint64_t mask = dq_pool_cache.mask;
-    dq_node *base = dq_pool_cache.base;
-    dq_pool_cache.mask = mask & (mask - 1);
-    /* with nothing ahead, bit 63 names a node of the word we hold or
-       posted already: a harmless prefetch, and no test */
-    uint64_t ahead = dq_pool_cache.ahead;
-    dq_prefetch_node_for_post(base + (unsigned)__builtin_ctzll(ahead | UINT64_C(1) << 63));
-    dq_pool_cache.ahead = ahead & (ahead - 1);
-    return base + (unsigned)__builtin_ctzll(mask);
+    uint32_t i = dq_pool_cache.next;
+    dq_pool_cache.next = i + 1;
+    dq_prefetch_node_for_post(dq_pool_cache.mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
+    return dq_pool_cache.mag[i];
 }
 /* Refill the cache from the free map (or grow the pool), then take a
    node; NULL: out of memory (ENOMEM). */

@@ -7,8 +7,9 @@
  * while the node waits in the pool.  A thread takes whole words (one
  * exchange with 0 each), every non-empty one of the cache line of words
  * it finds first and of the lines after it until it holds 64 nodes, and
- * posts their nodes in address order; a looper gives
- * retired nodes back by or-ing their bits in, one fetch_or per word.
+ * posts their nodes in address order from a magazine of 64 node pointers
+ * (node.h, dq_pool_cache); a looper gives retired nodes back by or-ing
+ * their bits in, one fetch_or per word.
  * Takers scan the map from its low end, so the pool hands out the lowest
  * free nodes first, whatever order they were retired in: the posts of a
  * busy queue stay packed into few words, and the looper's sweep over them
@@ -147,42 +148,46 @@ static void give_back(uint32_t w, uint64_t mask)
         ;
 }
 
-/* Prefetch the lowest nodes of mask (base: its word's first node) until
-   *done reaches DQ_POOL_AHEAD; returns mask less the nodes prefetched. */
-static uint64_t prefetch_lowest(dq_node *base, uint64_t mask, uint32_t *done)
+/* Move nodes from the stash into the empty magazine, in address order,
+   up to DQ_POOL_MAG_NODES (a word may be split: its remaining bits stay
+   in the stash), and prefetch the first DQ_POOL_AHEAD; the posts prefetch
+   the rest, each DQ_POOL_AHEAD ahead (dq_pool_take_cached).  Entries past
+   the fill keep pointing at nodes: the ones just after it get the last
+   node filled, so that the posts' prefetches stay on real nodes. */
+static void mag_fill(void)
 {
-    for (; *done < DQ_POOL_AHEAD && mask != 0; ++*done) {
-        dq_prefetch_node_for_post(base + __builtin_ctzll(mask));
-        mask &= mask - 1;
+    uint32_t k = 0, i = dq_pool_cache.stash_next;
+    while (k < DQ_POOL_MAG_NODES && i < dq_pool_cache.stash_count) {
+        dq_node *base = dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES);
+        uint64_t mask = dq_pool_cache.stash_mask[i];
+        for (; mask != 0 && k < DQ_POOL_MAG_NODES; mask &= mask - 1)
+            dq_pool_cache.mag[k++] = base + __builtin_ctzll(mask);
+        dq_pool_cache.stash_mask[i] = mask;
+        if (mask == 0)
+            i++;
     }
-    return mask;
+    dq_pool_cache.stash_next = i;
+    for (uint32_t j = k; j < k + DQ_POOL_AHEAD && j < DQ_POOL_MAG_NODES; j++)
+        dq_pool_cache.mag[j] = dq_pool_cache.mag[k - 1];
+    for (uint32_t j = 0; j < k && j < DQ_POOL_AHEAD; j++)
+        dq_prefetch_node_for_post(dq_pool_cache.mag[j]);
+    dq_pool_cache.next = 0;
+    dq_pool_cache.count = k;
 }
 
-/* Hold word w's free nodes (mask) in this thread's cache, and prefetch the
-   first DQ_POOL_AHEAD of them; the posts prefetch the rest, one ahead
-   each (dq_pool_take_cached).  A word with fewer free nodes than that
-   (an aged map: its other nodes are still posted) makes up the count
-   from the stash's next word, whose first posts would otherwise start
-   with a cold miss each time the posts cross into it. */
-static void cache_fill(uint32_t w, uint64_t mask)
+/* The stash holds exactly word w's free nodes (mask). */
+static void stash_one(uint32_t w, uint64_t mask)
 {
-    dq_node *base = dq_pool_node(w * DQ_POOL_WORD_NODES);
-    uint32_t done = 0;
-    uint64_t ahead = prefetch_lowest(base, mask, &done);
-    for (uint32_t i = dq_pool_cache.stash_next;
-         done < DQ_POOL_AHEAD && i < dq_pool_cache.stash_count; i++)
-        (void)prefetch_lowest(dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES),
-                              dq_pool_cache.stash_mask[i], &done);
-    dq_pool_cache.base = base;
-    dq_pool_cache.word = w;
-    dq_pool_cache.mask = mask;
-    dq_pool_cache.ahead = ahead;
+    dq_pool_cache.stash_word[0] = w;
+    dq_pool_cache.stash_mask[0] = mask;
+    dq_pool_cache.stash_next = 0;
+    dq_pool_cache.stash_count = 1;
 }
 
-/* Take the lowest non-empty word at or above scan_from into the cache,
-   and the other non-empty words of its cache line into the stash; then
-   the non-empty words of the lines after it while the claim holds fewer
-   than DQ_POOL_CLAIM_NODES nodes and its stash has room for a line. */
+/* Take the lowest non-empty word at or above scan_from and the other
+   non-empty words of its cache line into the (empty) stash; then the
+   non-empty words of the lines after it while the claim holds fewer than
+   DQ_POOL_CLAIM_NODES nodes and the stash has room for a line. */
 static bool claim(void)
 {
     /* acquire: pairs with grow's release, so chunk_free of every word
@@ -195,7 +200,9 @@ static bool claim(void)
         mask = take_if_free(w);
     if (mask == 0)
         return false;
-    uint32_t first = w - 1, n = 0, nodes = (uint32_t)__builtin_popcountll(mask);
+    uint32_t first = w - 1, n = 1, nodes = (uint32_t)__builtin_popcountll(mask);
+    dq_pool_cache.stash_word[0] = first;
+    dq_pool_cache.stash_mask[0] = mask;
     /* the rest of the line is here now: take its words too, and go on
        by whole lines while the claim is short */
     uint32_t line_end = (first | (DQ_POOL_LINE_WORDS - 1)) + 1;
@@ -219,35 +226,29 @@ static bool claim(void)
     }
     dq_pool_cache.stash_next = 0;
     dq_pool_cache.stash_count = n;
-    uint32_t next = n != 0 ? w : first;
+    uint32_t next = n > 1 ? w : first;
     if (next != from) /* relaxed: a hint; lost to a racing update, fine */
         atomic_compare_exchange_strong_explicit(&scan_from, &from, next,
                                                 memory_order_relaxed,
                                                 memory_order_relaxed);
-    cache_fill(first, mask);
-    return true;
-}
-
-/* Move the stash's next word into the cache; false if the stash is empty. */
-static bool unstash(void)
-{
-    uint32_t i = dq_pool_cache.stash_next;
-    if (i == dq_pool_cache.stash_count)
-        return false;
-    dq_pool_cache.stash_next = i + 1;
-    cache_fill(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
     return true;
 }
 
 static void cache_release(void *unused)
 {
     (void)unused;
-    if (dq_pool_cache.mask != 0)
-        give_back(dq_pool_cache.word, dq_pool_cache.mask);
+    /* the magazine's nodes, a run of one word at a time */
+    for (uint32_t i = dq_pool_cache.next; i < dq_pool_cache.count;) {
+        uint32_t w = word_of(dq_pool_cache.mag[i]);
+        uint64_t mask = 0;
+        for (; i < dq_pool_cache.count && word_of(dq_pool_cache.mag[i]) == w; i++)
+            mask |= bit_of(dq_pool_cache.mag[i]);
+        give_back(w, mask);
+    }
     for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
-        give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
-    dq_pool_cache.mask = 0;
-    dq_pool_cache.ahead = 0;
+        if (dq_pool_cache.stash_mask[i] != 0)
+            give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
+    dq_pool_cache.next = dq_pool_cache.count = 0;
     dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
 }
 
@@ -277,7 +278,7 @@ static int grow(void)
         uint64_t mask = take_if_free(w);
         if (mask != 0) {
             pthread_mutex_unlock(&grow_lock);
-            cache_fill(w, mask);
+            stash_one(w, mask);
             return 0;
         }
     }
@@ -332,7 +333,7 @@ static int grow(void)
                                                 memory_order_relaxed,
                                                 memory_order_relaxed);
     pthread_mutex_unlock(&grow_lock);
-    cache_fill(total, ~UINT64_C(0));
+    stash_one(total, ~UINT64_C(0));
     return 0;
 fail:
     pthread_mutex_unlock(&grow_lock);
@@ -343,24 +344,24 @@ dq_node *dq_pool_get_slow(void)
 {
     if (!dq_pool_cache.registered)
         cache_register();
-    if (dq_pool_cache_empty() && !unstash() && !claim() && grow() != 0)
-        return NULL;
+    if (dq_pool_cache_empty()) {
+        if (dq_pool_cache.stash_next == dq_pool_cache.stash_count && !claim() &&
+            grow() != 0)
+            return NULL;
+        mag_fill();
+    }
     return dq_pool_take_cached();
 }
 
 void dq_pool_unget(dq_node *n)
 {
-    uint32_t w = word_of(n);
-    if (dq_pool_cache.mask != 0 && dq_pool_cache.word != w) {
-        give_back(w, bit_of(n));
+    /* the last node this thread took: back to the front of its magazine */
+    uint32_t i = dq_pool_cache.next;
+    if (i > 0 && dq_pool_cache.mag[i - 1] == n) {
+        dq_pool_cache.next = i - 1;
         return;
     }
-    if (dq_pool_cache.mask == 0) {
-        dq_pool_cache.base = n - n->index % DQ_POOL_WORD_NODES;
-        dq_pool_cache.word = w;
-        dq_pool_cache.ahead = 0;
-    }
-    dq_pool_cache.mask |= bit_of(n); /* the lowest bit again: the next post's */
+    give_back(word_of(n), bit_of(n));
 }
 
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
