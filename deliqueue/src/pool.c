@@ -162,7 +162,14 @@ static void mag_fill(void)
         uint64_t mask = dq_pool_cache.stash_mask[i];
         for (; mask != 0 && k < DQ_POOL_MAG_NODES; mask &= mask - 1)
             dq_pool_cache.mag[k++] = base + __builtin_ctzll(mask);
+#ifdef DQ_MUTANT_MAG_SPLIT_KEEPS_BITS
+        /* mutant: a split word keeps the bits of the nodes just moved, so
+           the next fill hands them out again */
+        if (mask == 0)
+            dq_pool_cache.stash_mask[i] = 0;
+#else
         dq_pool_cache.stash_mask[i] = mask;
+#endif
         if (mask == 0)
             i++;
     }

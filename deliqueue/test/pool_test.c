@@ -92,6 +92,44 @@ Test(pool, reuses_lowest_free_nodes_first_in_address_order)
                   taken[M - 1], M, retired[M - 1]);
 }
 
+/* With two of every three nodes of a stretch of the map free, each word
+   holds ~42 free nodes, so a thread's 64-node magazine fills split words:
+   the rest of a split word must stay for the next fill, and a node must
+   never be handed out twice.  Checked at every post, while all of them
+   are still pending: a node posted twice would link the queue's stack
+   into a cycle, so on failure the queue is left alone (not torn down). */
+Test(pool, magazine_fills_hand_out_each_node_once)
+{
+    enum { N = 3 * 4096, MORE = 6000 };
+    static dq_token tok[N];
+    static unsigned char pending[1u << 16];
+    dq_queue *sq = dq_create(NULL);
+    cr_assert_not_null(sq);
+    dq_msg m = msg_what(&target_a, 1), out;
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(dq_post_delayed(sq, &m, 1000000000, &tok[i]), 0);
+    for (int i = 0; i < N; i++) {
+        uint32_t idx = index_of(tok[i]);
+        cr_assert_lt(idx, sizeof(pending));
+        if (i % 3 == 0)
+            pending[idx] = 1;
+        else
+            cr_assert_eq(dq_cancel(sq, tok[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) /* idle steps end the grace periods */
+        cr_assert_eq(dq_try_next(sq, &out), -EAGAIN);
+    for (int i = 0; i < MORE; i++) {
+        dq_token t;
+        cr_assert_eq(dq_post_delayed(sq, &m, 1000000000, &t), 0);
+        uint32_t idx = index_of(t);
+        cr_assert_lt(idx, sizeof(pending));
+        if (pending[idx])
+            cr_assert_fail("post %d took node %u, which is still pending", i, idx);
+        pending[idx] = 1;
+    }
+    dq_unref(sq);
+}
+
 /* Threads that post a few messages and exit give their cached nodes back
    at exit, and the next threads take them again: the pool does not grow
    by a word per thread. */
