@@ -29,6 +29,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <assert.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdlib.h>
@@ -174,6 +175,7 @@ static void mag_fill(void)
             i++;
     }
     dq_pool_cache.stash_next = i;
+    assert(k > 0); /* callers fill the stash first, with non-empty words */
     for (uint32_t j = k; j < k + DQ_POOL_AHEAD && j < DQ_POOL_MAG_NODES; j++)
         dq_pool_cache.mag[j] = dq_pool_cache.mag[k - 1];
     for (uint32_t j = 0; j < k && j < DQ_POOL_AHEAD; j++)
@@ -275,7 +277,7 @@ static void cache_register(void)
 /* No word was found free from scan_from up: scan the whole map (bits a
    racing hint update stranded below scan_from, see there), and only if it
    is empty make a chunk, keeping its first word for this thread.  Fills
-   the cache; -1: out of memory. */
+   the stash; -1: out of memory. */
 static int grow(void)
 {
     pthread_mutex_lock(&grow_lock);
