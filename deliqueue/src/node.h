@@ -190,11 +190,7 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
    a line it takes from, so that one transfer of the line from the
    looper that gave the nodes back serves up to this many words. */
 #define DQ_POOL_LINE_WORDS 8u
-/* A claim takes lines until it holds this many nodes (or its stash is
-   full): under steady random delays the looper gives nodes back a few
-   to a word, and a claim's misses (the hint, the map line, the first
-   node) are paid once per claim. */
-#define DQ_POOL_CLAIM_NODES 64u
+/* Words a thread holds taken but not yet in its magazine: four lines. */
 #define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS)
 
 /* Nodes in a thread's magazine: the posts take them in order. */

@@ -195,8 +195,11 @@ static void stash_one(uint32_t w, uint64_t mask)
 
 /* Take the lowest non-empty word at or above scan_from and the other
    non-empty words of its cache line into the (empty) stash; then the
-   non-empty words of the lines after it while the claim holds fewer than
-   DQ_POOL_CLAIM_NODES nodes and the stash has room for a line. */
+   non-empty words of the lines after it while the claim holds less than
+   a magazine's worth of nodes and the stash has room for a line: under
+   steady random delays the looper gives nodes back a few to a word, and
+   a claim's misses (the hint, the map line, the first node) are paid
+   once per claim. */
 static bool claim(void)
 {
     /* acquire: pairs with grow's release, so chunk_free of every word
@@ -210,8 +213,7 @@ static bool claim(void)
     if (mask == 0)
         return false;
     uint32_t first = w - 1, n = 1, nodes = (uint32_t)__builtin_popcountll(mask);
-    dq_pool_cache.stash_word[0] = first;
-    dq_pool_cache.stash_mask[0] = mask;
+    stash_one(first, mask);
     /* the rest of the line is here now: take its words too, and go on
        by whole lines while the claim is short */
     uint32_t line_end = (first | (DQ_POOL_LINE_WORDS - 1)) + 1;
@@ -228,12 +230,11 @@ static bool claim(void)
             }
         }
         w = line_end;
-        if (nodes >= DQ_POOL_CLAIM_NODES || w == total ||
+        if (nodes >= DQ_POOL_MAG_NODES || w == total ||
             n + DQ_POOL_LINE_WORDS > DQ_POOL_STASH_WORDS)
             break;
         line_end = w + DQ_POOL_LINE_WORDS;
     }
-    dq_pool_cache.stash_next = 0;
     dq_pool_cache.stash_count = n;
     uint32_t next = n > 1 ? w : first;
     if (next != from) /* relaxed: a hint; lost to a racing update, fine */
@@ -246,14 +247,12 @@ static bool claim(void)
 static void cache_release(void *unused)
 {
     (void)unused;
-    /* the magazine's nodes, a run of one word at a time */
-    for (uint32_t i = dq_pool_cache.next; i < dq_pool_cache.count;) {
-        uint32_t w = word_of(dq_pool_cache.mag[i]);
-        uint64_t mask = 0;
-        for (; i < dq_pool_cache.count && word_of(dq_pool_cache.mag[i]) == w; i++)
-            mask |= bit_of(dq_pool_cache.mag[i]);
-        give_back(w, mask);
-    }
+    /* the magazine's nodes, one give-back per run of a word (a batch) */
+    dq_pool_batch batch;
+    dq_pool_batch_init(&batch);
+    for (uint32_t i = dq_pool_cache.next; i < dq_pool_cache.count; i++)
+        dq_pool_batch_add(&batch, dq_pool_cache.mag[i]);
+    dq_pool_batch_flush(&batch);
     for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
         if (dq_pool_cache.stash_mask[i] != 0)
             give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
