@@ -66,6 +66,7 @@ extern const bench_contender bench_mutex_heap;
 extern const bench_contender bench_ck_handoff;
 extern const bench_contender bench_urcu_handoff;
 extern const bench_contender bench_floor;
+extern const bench_contender bench_deliqueue_twin; /* the A/A control */
 
 /* CLOCK_MONOTONIC nanoseconds, the same clock as dq_now(). */
 int64_t bench_now(void);

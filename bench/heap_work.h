@@ -125,7 +125,9 @@ static const struct bench_heap_comparator {
     { "branchy", bench_branchy_hold_work },
     { "andor", bench_andor_hold_work },
     { "wide", bench_wide_hold_work },
+    /* the A/A control: branchless again, as a column of its own */
+    { "branchless_twin", bench_branchless_hold_work },
 };
-#define BENCH_HEAP_NCOMPARATORS 4
+#define BENCH_HEAP_NCOMPARATORS 5
 
 #endif /* BENCH_HEAP_WORK_H */

@@ -39,6 +39,13 @@
  *           (library) and branchy comparators, and two candidate
  *           branchless spellings (andor, wide).
  *
+ * The A/A control: deliqueue_twin (the same deliqueue code, a contender of
+ * its own) and branchless_twin (the library's comparator again) run in
+ * every scenario like any other column.  Their ratios to deliqueue (to
+ * branchless) are what noise alone makes of a ratio in this run; the
+ * targets table gives each target's A/A band (aa_band) and calls a missed
+ * target a tie when the contender it was measured against lies inside it.
+ *
  * Usage: queue_bench [--quick] [--reps N] [--scenarios LIST] [--depths LIST]
  *                    [--contenders LIST (deliqueue always runs)]
  *                    [--fill aged|sorted|random] [--json PATH] [--plot-data PREFIX]
@@ -79,11 +86,13 @@
 static const bench_contender *const contenders[] = {
     &bench_deliqueue, &bench_legacy,       &bench_mutex_heap,
     &bench_ck_handoff, &bench_urcu_handoff, &bench_floor,
+    &bench_deliqueue_twin, /* the A/A control: never a target's opponent */
 };
 #define NCONTENDERS ((int)(sizeof(contenders) / sizeof(contenders[0])))
 
-static const char *const heap_cols[] = { "branchless", "branchy", "andor", "wide" };
-#define NHEAPCOLS 4
+static const char *const heap_cols[] = { "branchless", "branchy", "andor", "wide",
+                                         "branchless_twin" };
+#define NHEAPCOLS 5
 
 /* Message targets: the background fill, the measured posts, and the
    others of the remove scenario. */
@@ -1021,21 +1030,53 @@ static target_reps target_by_rep(const stats_metric *m, const int *cols, int nco
     return t;
 }
 
+static const char *column_name(const stats_metric *m, int col)
+{
+    return strcmp(m->group, "heap") ? contenders[col]->name : heap_cols[col];
+}
+
+/* The A/A control of a target: the twin's band for its metric
+   (stats_noise_band) and, for a parity target (deliqueue at least as good
+   as an opponent: a ratio threshold of 1), the opponent's column, whose
+   paired ratio inside the band makes the verdict a tie. */
+typedef struct target_aa {
+    const stats_metric *m;
+    int twin;      /* the twin's column, -1 if none */
+    int opponent;  /* parity targets: the opponent's column; else -1 */
+} target_aa;
+
 /* One target line: `what`, the measured value (medians), the verdict of
-   the medians, and how it held by repetition; inverted: the measured
+   the medians, how it held by repetition, and the A/A band (ratios in the
+   tables' sense: the twin's median / deliqueue's); inverted: the measured
    ratio is shown as 1 / advantage (a cost against the floor). */
 static void target_line(const char *what, double measured, const char *shown,
-                        bool met, target_reps t, bool inverted)
+                        bool met, target_reps t, bool inverted, target_aa aa)
 {
     if (isnan(measured)) {
-        printf("| %s | not measured in this run | - | - |\n", what);
+        printf("| %s | not measured in this run | - | - | - |\n", what);
         return;
     }
-    char lo[32], hi[32];
+    char lo[32], hi[32], band[96] = "-";
     stats_format_ratio(lo, sizeof(lo), inverted ? 1 / t.hi : t.lo);
     stats_format_ratio(hi, sizeof(hi), inverted ? 1 / t.lo : t.hi);
-    printf("| %s | %s | %d of %d (%s-%s) | %s |\n", what, shown, t.held, t.n, lo, hi,
-           met ? "met" : "MISSED");
+    double blo, bhi;
+    bool tie = false;
+    if (aa.m && aa.twin >= 0 && stats_noise_band(aa.m, aa.twin, &blo, &bhi)) {
+        char a[32], b[32];
+        stats_format_ratio(a, sizeof(a), blo);
+        stats_format_ratio(b, sizeof(b), bhi);
+        snprintf(band, sizeof(band), "%s-%s", a, b);
+        if (aa.opponent >= 0) {
+            double r = stats_ratio(aa.m, aa.opponent);
+            tie = r >= blo && r <= bhi;
+            char o[32];
+            stats_format_ratio(o, sizeof(o), r);
+            snprintf(band + strlen(band), sizeof(band) - strlen(band), " (%s: %s)",
+                     column_name(aa.m, aa.opponent), o);
+        }
+    }
+    printf("| %s | %s | %d of %d (%s-%s) | %s | %s%s |\n", what, shown, t.held, t.n, lo, hi,
+           band, met ? "met" : "MISSED", tie ? ", a tie (inside the A/A band)" : "");
 }
 
 static void print_targets(void)
@@ -1045,11 +1086,18 @@ static void print_targets(void)
     const int legacy = col_of("legacy"), mutex_heap = col_of("mutex_heap"),
               floor_ = col_of("floor");
     const int handoffs[] = { col_of("ck_handoff"), col_of("urcu_handoff") };
+    const int twin = col_of("deliqueue_twin");
     printf("\n## Targets (ratios from this run)\n\n"
            "The verdict is the medians'; \"held in\" counts the repetitions where the\n"
            "target held on that repetition's own samples (the range is deliqueue's\n"
-           "ratio in the measured column's sense, against the closest contender).\n\n"
-           "| target | measured (medians) | held in (range) | |\n|---|---|---|---|\n");
+           "ratio in the measured column's sense, against the closest contender).\n"
+           "The A/A band is where noise alone put the median ratio of deliqueue's\n"
+           "twin (the same code run as a contender of its own) to deliqueue: 95%%\n"
+           "bootstrap interval, in the tables' sense (median / deliqueue's).  For a\n"
+           "parity target it also gives the opponent's ratio; inside the band, the\n"
+           "two are not measurably different in this run: a tie.\n\n"
+           "| target | measured (medians) | held in (range) | A/A band | |\n"
+           "|---|---|---|---|---|\n");
     for (int np = 1; np <= 2; np++) {
         char name[96];
         snprintf(name, sizeof(name), "insert cost, depth 100000, %d producer%s", np,
@@ -1059,30 +1107,34 @@ static void print_targets(void)
         snprintf(buf, sizeof(buf), "legacy / deliqueue = %.0fx", r);
         snprintf(name, sizeof(name), "insert at depth 100k, %d producer%s: >= 5000x faster than legacy",
                  np, np > 1 ? "s" : "");
-        target_line(name, r, buf, r >= 5000, target_by_rep(m, &legacy, 1, 5000), false);
+        target_line(name, r, buf, r >= 5000, target_by_rep(m, &legacy, 1, 5000), false,
+                    (target_aa){ m, twin, -1 });
     }
     m = find_metric("insert throughput, depth 10000, 2 producers");
     double r = m ? 1 / stats_ratio_of_medians(m, mutex_heap) : NAN;
     snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
     target_line("2-producer insert throughput (depth 10k) >= 3x mutex_heap", r, buf, r >= 3,
-                target_by_rep(m, &mutex_heap, 1, 3), false);
+                target_by_rep(m, &mutex_heap, 1, 3), false, (target_aa){ m, twin, -1 });
     double best = NAN;
     const char *best_name = "";
+    int best_col = -1;
     for (int i = 0; m && i < 2; i++) {
         double x = stats_ratio_of_medians(m, handoffs[i]);
         if (isnan(best) || x > best) {
             best = x;
             best_name = contenders[handoffs[i]]->name;
+            best_col = handoffs[i];
         }
     }
     snprintf(buf, sizeof(buf), "deliqueue / %s = %.2fx", best_name, 1 / best);
     target_line("2-producer insert throughput (depth 10k) >= best ck/urcu handoff",
-                best, buf, 1 / best >= 1, target_by_rep(m, handoffs, 2, 1), false);
+                best, buf, 1 / best >= 1, target_by_rep(m, handoffs, 2, 1), false,
+                (target_aa){ m, twin, best_col });
     m = find_metric("e2e throughput, depth 10000, 2 producers");
     r = m ? 1 / stats_ratio_of_medians(m, mutex_heap) : NAN;
     snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
     target_line("(also) 2-producer end-to-end throughput >= 3x mutex_heap", r, buf, r >= 3,
-                target_by_rep(m, &mutex_heap, 1, 3), false);
+                target_by_rep(m, &mutex_heap, 1, 3), false, (target_aa){ m, twin, -1 });
     for (int np = 1; np <= 2; np++) {
         char name[96], what[96];
         snprintf(name, sizeof(name), "insert cost, depth 10000, %d producer%s", np,
@@ -1093,7 +1145,8 @@ static void print_targets(void)
         snprintf(what, sizeof(what), "push cost (depth 10k, %d producer%s) within 1.5x of the floor",
                  np, np > 1 ? "s" : "");
         /* floor / deliqueue >= 1 / 1.5 */
-        target_line(what, r, buf, r <= 1.5, target_by_rep(m, &floor_, 1, 1 / 1.5), true);
+        target_line(what, r, buf, r <= 1.5, target_by_rep(m, &floor_, 1, 1 / 1.5), true,
+                    (target_aa){ m, twin, -1 });
     }
     /* post-to-delivery is the target; burst-to-delivery times every
        message from its burst's first post, what the poster of the burst
@@ -1101,7 +1154,7 @@ static void print_targets(void)
        longer a head start for the messages after it (the paced producer) */
     int consumers[NCONTENDERS], nconsumers = 0;
     for (int c = 1; c < NCONTENDERS; c++)
-        if (contenders[c]->caps & BENCH_CONSUMES)
+        if ((contenders[c]->caps & BENCH_CONSUMES) && c != twin)
             consumers[nconsumers++] = c;
     for (int burst = 0; burst <= 1; burst++)
         for (int np = 1; np <= 2; np++) {
@@ -1112,11 +1165,13 @@ static void print_targets(void)
             m = find_metric(name);
             double worst = NAN;
             const char *who = "";
+            int who_col = -1;
             for (int i = 0; m && i < nconsumers; i++) {
                 double x = stats_ratio_of_medians(m, consumers[i]);
                 if (!isnan(x) && (isnan(worst) || x < worst)) {
                     worst = x;
                     who = contenders[consumers[i]]->name;
+                    who_col = consumers[i];
                 }
             }
             snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
@@ -1124,7 +1179,8 @@ static void print_targets(void)
             snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %d producer%s, lowest",
                      burst ? "(also) " : "", kind, np, np > 1 ? "s" : "");
             target_line(what, worst, buf, worst >= 1,
-                        target_by_rep(m, consumers, nconsumers, 1), false);
+                        target_by_rep(m, consumers, nconsumers, 1), false,
+                        (target_aa){ m, twin, who_col });
         }
     for (int i = 0; i < results.nmetrics; i++) {
         m = &results.m[i];
@@ -1134,8 +1190,9 @@ static void print_targets(void)
         snprintf(buf, sizeof(buf), "branchy / branchless time = %.2fx", r);
         char what[160];
         snprintf(what, sizeof(what), "branchless not slower: %s", m->name);
-        const int branchy = 1;
-        target_line(what, r, buf, r >= 1, target_by_rep(m, &branchy, 1, 1), false);
+        const int branchy = 1, branchless_twin = NHEAPCOLS - 1;
+        target_line(what, r, buf, r >= 1, target_by_rep(m, &branchy, 1, 1), false,
+                    (target_aa){ m, branchless_twin, branchy });
     }
     printf("\nSimulated mispredictions (cachegrind): see bench/run_all's table.\n");
 }

@@ -11,8 +11,12 @@ json=${TEST_TMPDIR:-/tmp}/queue_bench.json
 fail() { echo "smoke_test: $*" >&2; cat "$out" >&2; exit 1; }
 grep -q '^- machine: ' "$out" || fail "no machine line"
 grep -q '^- build: ' "$out" || fail "no build line"
-grep -q '^| metric | unit | deliqueue | legacy | mutex_heap | ck_handoff | urcu_handoff | floor |' "$out" \
-    || fail "no queue table header"
+grep -q '^| metric | unit | deliqueue | legacy | mutex_heap | ck_handoff | urcu_handoff | floor | deliqueue_twin |$' "$out" \
+    || fail "no queue table header (with the A/A twin)"
+grep -q '^| metric | unit | branchless | branchy | andor | wide | branchless_twin |$' "$out" \
+    || fail "no heap table header (with the A/A twin)"
+grep -q '^| target | measured (medians) | held in (range) | A/A band | |$' "$out" \
+    || fail "no targets table with the A/A band"
 for row in 'insert cost, depth 1000, 1 producer' 'insert throughput, depth 10000, 2 producers' \
            'e2e throughput' 'post-to-delivery p99' 'remove by criteria' 'cancel by token' \
            'heap hold'; do

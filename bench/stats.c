@@ -2,6 +2,7 @@
 #include "bench/stats.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,39 @@ double stats_ratio(const stats_metric *m, int col)
         if (m->have[col][r] && m->have[0][r] && m->v[0][r] > 0)
             xs[n++] = m->v[col][r] / m->v[0][r];
     return median_of(xs, n);
+}
+
+bool stats_noise_band(const stats_metric *m, int twin, double *lo, double *hi)
+{
+    /* The twin and column 0 are the same code, so which of the two is the
+       numerator is arbitrary: each repetition gives its log ratio with
+       both signs, and the band is centred on 1 by construction rather
+       than on this run's draw of the twin's median. */
+    double logs[2 * STATS_MAX_REPS], meds[STATS_BOOTSTRAP];
+    int n = 0;
+    for (int r = 0; r < STATS_MAX_REPS; r++)
+        if (m->have[twin][r] && m->have[0][r] && m->v[0][r] > 0 && m->v[twin][r] > 0) {
+            double l = log(m->v[twin][r] / m->v[0][r]);
+            logs[2 * n] = l;
+            logs[2 * n + 1] = -l;
+            n++;
+        }
+    if (n < 3)
+        return false;
+    /* a fixed seed: the same samples always give the same band */
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    for (int b = 0; b < STATS_BOOTSTRAP; b++) {
+        double pick[STATS_MAX_REPS];
+        for (int i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005u + 1442695040888963407u;
+            pick[i] = logs[(rng >> 33) % (uint64_t)(2 * n)];
+        }
+        meds[b] = median_of(pick, n);
+    }
+    qsort(meds, STATS_BOOTSTRAP, sizeof(meds[0]), cmp_double);
+    *lo = exp(meds[STATS_BOOTSTRAP / 40]);                       /* 2.5th percentile */
+    *hi = exp(meds[STATS_BOOTSTRAP - 1 - STATS_BOOTSTRAP / 40]); /* 97.5th */
+    return true;
 }
 
 double stats_ratio_of_medians(const stats_metric *m, int col)

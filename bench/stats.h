@@ -48,6 +48,17 @@ double stats_median(const stats_metric *m, int col);
 /* Median over repetitions of v[col][rep] / v[0][rep] (the paired ratio,
    in the JSON); NaN if none. */
 double stats_ratio(const stats_metric *m, int col);
+/* The A/A band: where noise alone puts the median of n per-repetition
+   ratios (stats_ratio) in this run, learnt from column twin, the same
+   code as column 0 measured as a contender of its own.  The null
+   distribution of one repetition's ratio is the twin's ratios and their
+   inverses (the two are exchangeable); [*lo, *hi] are the 2.5th and
+   97.5th percentiles of the median of n draws from it, over
+   STATS_BOOTSTRAP resamples (fixed seed).  A column whose stats_ratio
+   lies inside is not measurably different from column 0 in this run.
+   False (band unset) with fewer than 3 paired repetitions. */
+#define STATS_BOOTSTRAP 2000
+bool stats_noise_band(const stats_metric *m, int twin, double *lo, double *hi);
 /* median(col) / median(0): the ratio the tables show, consistent with the
    medians beside it. */
 double stats_ratio_of_medians(const stats_metric *m, int col);

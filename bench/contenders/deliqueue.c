@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Contender 1: deliqueue itself, through its public API only.
+ * Contender 1: deliqueue itself, through its public API only; and its twin,
+ * the same code as a separate contender (its own queue in every scenario):
+ * the A/A control.  Two identical contenders differ only by where and when
+ * they ran, so the twin's ratios to deliqueue show how far this run's noise
+ * alone moves a ratio, and a contender that ties with deliqueue inside
+ * that spread is not measurably better or worse (queue_bench's targets).
  */
 #include <deliqueue/deliqueue.h>
 
@@ -45,6 +50,19 @@ static size_t remove_matching(void *q, const dq_match *m)
 const bench_contender bench_deliqueue = {
     .name = "deliqueue",
     .design = "Treiber stack of posts + looper-owned dq_heap, tombstone removal",
+    .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
+    .create = create,
+    .destroy = destroy,
+    .post_at = post_at,
+    .try_next = try_next,
+    .next_until = next_until,
+    .cancel = cancel,
+    .remove = remove_matching,
+};
+
+const bench_contender bench_deliqueue_twin = {
+    .name = "deliqueue_twin",
+    .design = "the same deliqueue code as a second contender: the A/A control (noise alone)",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
     .create = create,
     .destroy = destroy,
