@@ -47,28 +47,18 @@ static size_t remove_matching(void *q, const dq_match *m)
     return dq_remove(q, m);
 }
 
-const bench_contender bench_deliqueue = {
-    .name = "deliqueue",
-    .design = "Treiber stack of posts + looper-owned dq_heap, tombstone removal",
-    .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
-    .create = create,
-    .destroy = destroy,
-    .post_at = post_at,
-    .try_next = try_next,
-    .next_until = next_until,
-    .cancel = cancel,
-    .remove = remove_matching,
-};
+/* deliqueue and its twin differ in nothing but their names */
+#define DELIQUEUE_CONTENDER(NAME, DESIGN)                                     \
+    {                                                                         \
+        .name = NAME, .design = DESIGN, .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY, \
+        .create = create, .destroy = destroy, .post_at = post_at,             \
+        .try_next = try_next, .next_until = next_until, .cancel = cancel,     \
+        .remove = remove_matching,                                            \
+    }
 
-const bench_contender bench_deliqueue_twin = {
-    .name = "deliqueue_twin",
-    .design = "the same deliqueue code as a second contender: the A/A control (noise alone)",
-    .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
-    .create = create,
-    .destroy = destroy,
-    .post_at = post_at,
-    .try_next = try_next,
-    .next_until = next_until,
-    .cancel = cancel,
-    .remove = remove_matching,
-};
+const bench_contender bench_deliqueue = DELIQUEUE_CONTENDER(
+    "deliqueue", "Treiber stack of posts + looper-owned dq_heap, tombstone removal");
+
+const bench_contender bench_deliqueue_twin = DELIQUEUE_CONTENDER(
+    "deliqueue_twin",
+    "the same deliqueue code as a second contender: the A/A control (noise alone)");
