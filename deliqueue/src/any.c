@@ -520,39 +520,57 @@ static bool match_walk_take(match_walk *w, dq_node *n, uint64_t s)
    (bench/queue_bench, remove at depth). */
 #define MATCH_PREFETCH_AHEAD 16u
 
+/* One heap member: a hit is claimed (or ends a dq_has).  A member's
+   payload is the one its sweep acquired and stays so until this thread
+   retires it, so match first and read the state only for a hit (a
+   barrier, with no target, never matches).  True when the walk is over. */
+static inline bool match_walk_member(match_walk *w, const dq_match *match,
+                                     dq_heap_elem *e)
+{
+    if (e == NULL)
+        return false; /* a hole in the due run */
+    dq_node *n = dq_node_of_heap(e);
+    uint64_t s;
+    return dq_node_matches(match, n) && pending_message(n, &s) && match_walk_take(w, n, s);
+}
+
+/* A segment of heap slots: the loop a remove at depth spends its time in,
+   so a pointer walk, with the prefetch bound hoisted out of it. */
+static bool match_walk_slots(match_walk *w, const dq_match *match, dq_heap_segment seg)
+{
+    const dq_heap_slot *s = seg.slots, *end = seg.slots + seg.n;
+    if (seg.n > MATCH_PREFETCH_AHEAD)
+        for (; s < end - MATCH_PREFETCH_AHEAD; s++) {
+            dq_heap_elem *ahead = s[MATCH_PREFETCH_AHEAD].elem;
+            if (ahead != NULL)
+                __builtin_prefetch(dq_node_of_heap(ahead));
+            if (match_walk_member(w, match, s->elem))
+                return true;
+        }
+    for (; s < end; s++)
+        if (match_walk_member(w, match, s->elem))
+            return true;
+    return false;
+}
+
 static void match_walk_on_looper(match_walk *w, dq_core *core)
 {
     /* a private copy: no store of the walk can alias it, so its fields
        stay in registers across the loops */
     const dq_match match = *w->match;
-    uint64_t s;
 #ifndef DQ_MUTANT_LOOPER_WALK_SKIPS_UNSWEPT
+    uint64_t s;
     for (dq_node *n = walk_first(w->q); n != core->boundary; n = walk_next(n))
         if (match_walk_hit(&match, n, &s) && match_walk_take(w, n, s))
             return;
 #endif
-    dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
+    const dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
-        const dq_heap *heap = heaps[h];
-        uint32_t span = dq_heap_span(heap);
-        for (uint32_t i = 0; i < span; i++) {
-            dq_heap_elem *ahead = i + MATCH_PREFETCH_AHEAD < span
-                                      ? dq_heap_elem_at(heap, i + MATCH_PREFETCH_AHEAD)
-                                      : NULL;
-            if (ahead != NULL)
-                __builtin_prefetch(dq_node_of_heap(ahead));
-            dq_heap_elem *e = dq_heap_elem_at(heap, i);
-            if (e == NULL)
-                continue; /* a hole in the due run */
-            /* A heap member's payload is the one its sweep acquired and
-               stays so until this thread retires it, so match first and
-               read the state only for a hit (a barrier, with no target,
-               never matches). */
-            dq_node *n = dq_node_of_heap(e);
-            if (dq_node_matches(&match, n) && pending_message(n, &s) &&
-                match_walk_take(w, n, s))
+        dq_heap_segment seg[3];
+        int k = dq_heap_segments(heaps[h], seg);
+        for (int i = 0; i < k; i++)
+            if (match_walk_slots(w, &match, seg[i]))
                 return;
-        }
     }
 }
 

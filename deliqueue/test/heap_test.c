@@ -102,6 +102,10 @@ Test(heap, peek_is_minimum)
    at the positions they record. */
 #define MODEL_MAX 400
 
+/* How often check_against_model met 0, 1, 2 and 3 segments: the model
+   must have seen the run wrap round its ring (3). */
+static unsigned model_segments_seen[4];
+
 static void check_against_model(const dq_heap *h, item *it, const bool *live, size_t n)
 {
     const item *min = NULL;
@@ -116,18 +120,28 @@ static void check_against_model(const dq_heap *h, item *it, const bool *live, si
     cr_assert_eq(dq_heap_size(h), count);
     cr_assert_eq(dq_heap_peek(h), min ? &min->elem : NULL, "peek is not the minimum");
     size_t met = 0;
-    for (uint32_t i = 0; i < dq_heap_span(h); i++) {
-        dq_heap_elem *e = dq_heap_elem_at(h, i);
-        if (e == NULL)
-            continue;
-        size_t k = (size_t)((item *)e - it);
-        cr_assert(k < n && live[k], "iteration met a dead element");
-        if (i < h->count)
-            cr_assert_eq(e->index, i);
-        else
-            cr_assert_eq(e->index, DQ_HEAP_RUN | ((h->run_head + (i - h->count)) &
-                                                  (h->run_cap - 1)));
-        met++;
+    static bool seen[MODEL_MAX];
+    memset(seen, 0, sizeof(seen));
+    dq_heap_segment seg[3];
+    int k = dq_heap_segments(h, seg);
+    cr_assert(k >= 0 && k <= 3);
+    model_segments_seen[k]++;
+    for (int j = 0; j < k; j++) {
+        cr_assert_gt(seg[j].n, 0, "an empty segment");
+        for (const dq_heap_slot *sl = seg[j].slots; sl < seg[j].slots + seg[j].n; sl++) {
+            dq_heap_elem *e = sl->elem;
+            if (e == NULL)
+                continue;
+            size_t x = (size_t)((item *)e - it);
+            cr_assert(x < n && live[x], "iteration met a dead element");
+            cr_assert_not(seen[x], "iteration met an element twice");
+            seen[x] = true;
+            if (sl >= h->slots && sl < h->slots + h->count)
+                cr_assert_eq(e->index, (uint32_t)(sl - h->slots));
+            else
+                cr_assert_eq(e->index, DQ_HEAP_RUN | (uint32_t)(sl - h->run));
+            met++;
+        }
     }
     cr_assert_eq(met, count, "iteration missed live elements");
     if (h->run_len) {
@@ -183,6 +197,8 @@ Test(heap, due_run_matches_a_model)
         check_drain(&h, dq_heap_size(&h));
         dq_heap_fini(&h);
     }
+    cr_assert_gt(model_segments_seen[3], 0, "the run never wrapped in the model");
+    cr_assert_gt(model_segments_seen[1], 0);
 }
 
 Test(heap, due_run_grows_while_wrapped)

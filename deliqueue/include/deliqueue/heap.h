@@ -87,19 +87,33 @@ static inline uint32_t dq_heap_size(const dq_heap *h)
     return h->count + h->run_live;
 }
 
-/* Iteration in no particular order: for i in [0, dq_heap_span(h)),
-   dq_heap_elem_at(h, i) is an element or NULL (a hole in the run).
-   Removing elements while iterating moves others: collect first. */
-static inline uint32_t dq_heap_span(const dq_heap *h)
-{
-    return h->count + h->run_len;
-}
+/* Iteration in no particular order, as at most three runs of contiguous
+   slots: the binary part, then the due run from run_head (two runs when
+   the ring wraps).  A slot of the run may be a hole (elem NULL).  A scan
+   walks each run with a pointer and nothing else to index (a remove at
+   depth spends its time there).  Removing elements while iterating moves
+   others: collect first. */
+typedef struct dq_heap_segment {
+    const dq_heap_slot *slots;
+    uint32_t            n;
+} dq_heap_segment;
 
-static inline dq_heap_elem *dq_heap_elem_at(const dq_heap *h, uint32_t i)
+/* Fills seg[0 .. k) with the non-empty runs and returns k (0 to 3). */
+static inline int dq_heap_segments(const dq_heap *h, dq_heap_segment seg[3])
 {
-    if (i < h->count)
-        return h->slots[i].elem;
-    return h->run[(h->run_head + (i - h->count)) & (h->run_cap - 1)].elem;
+    int k = 0;
+    if (h->count != 0)
+        seg[k++] = (dq_heap_segment){ h->slots, h->count };
+    if (h->run_len != 0) {
+        /* run_head < run_cap: the run's slots are [run_head, run_cap), then
+           [0, the rest) */
+        uint32_t to_end = h->run_cap - h->run_head;
+        uint32_t first = h->run_len < to_end ? h->run_len : to_end;
+        seg[k++] = (dq_heap_segment){ &h->run[h->run_head], first };
+        if (first < h->run_len)
+            seg[k++] = (dq_heap_segment){ h->run, h->run_len - first };
+    }
+    return k;
 }
 
 /* 0 or -ENOMEM; the heap is unchanged on failure. */
