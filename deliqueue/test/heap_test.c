@@ -136,7 +136,7 @@ static void check_against_model(const dq_heap *h, item *it, const bool *live, si
             cr_assert(x < n && live[x], "iteration met a dead element");
             cr_assert_not(seen[x], "iteration met an element twice");
             seen[x] = true;
-            if (sl >= h->slots && sl < h->slots + h->count)
+            if (h->count != 0 && seg[j].slots == h->slots) /* the binary part */
                 cr_assert_eq(e->index, (uint32_t)(sl - h->slots));
             else
                 cr_assert_eq(e->index, DQ_HEAP_RUN | (uint32_t)(sl - h->run));
