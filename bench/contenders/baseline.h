@@ -118,16 +118,12 @@ static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *matc
     if (hits == NULL)
         return 0;
     size_t nhits = 0;
-    dq_heap_segment seg[3];
-    int k = dq_heap_segments(h, seg);
-    for (int i = 0; i < k; i++)
-        for (const dq_heap_slot *sl = seg[i].slots; sl < seg[i].slots + seg[i].n; sl++) {
-            if (sl->elem == NULL)
-                continue; /* a hole in the due run */
-            bench_node *n = BENCH_NODE_OF_HEAP(sl->elem);
-            if (dq_match_msg(match, &n->msg))
-                hits[nhits++] = n;
-        }
+    dq_heap_iter it = dq_heap_iter_start(h);
+    for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) {
+        bench_node *n = BENCH_NODE_OF_HEAP(e);
+        if (dq_match_msg(match, &n->msg))
+            hits[nhits++] = n;
+    }
     size_t removed = 0;
     for (size_t i = 0; i < nhits; i++) {
         dq_heap_remove(h, &hits[i]->heap);
@@ -142,12 +138,9 @@ static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *matc
 /* Owner of h: free every node in it. */
 static inline void bench_heap_free_all(dq_heap *h)
 {
-    dq_heap_segment seg[3];
-    int k = dq_heap_segments(h, seg);
-    for (int i = 0; i < k; i++)
-        for (const dq_heap_slot *sl = seg[i].slots; sl < seg[i].slots + seg[i].n; sl++)
-            if (sl->elem != NULL)
-                free(BENCH_NODE_OF_HEAP(sl->elem));
+    dq_heap_iter it = dq_heap_iter_start(h);
+    for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;)
+        free(BENCH_NODE_OF_HEAP(e));
     dq_heap_fini(h);
 }
 

@@ -396,18 +396,14 @@ static void looper_trim_future(dq_queue *q, dq_core *core)
     dq_node *doomed = NULL;
     dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
-        dq_heap_segment seg[3];
-        int k = dq_heap_segments(heaps[h], seg);
-        for (int i = 0; i < k; i++)
-            for (const dq_heap_slot *sl = seg[i].slots; sl < seg[i].slots + seg[i].n; sl++) {
-                if (sl->elem == NULL)
-                    continue; /* a hole in the due run */
-                dq_node *n = dq_node_of_heap(sl->elem);
-                if (n->due > cut) {
-                    n->limbo_next = doomed;
-                    doomed = n;
-                }
+        dq_heap_iter it = dq_heap_iter_start(heaps[h]);
+        for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) {
+            dq_node *n = dq_node_of_heap(e);
+            if (n->due > cut) {
+                n->limbo_next = doomed;
+                doomed = n;
             }
+        }
     }
     while (doomed != NULL) {
         dq_node *n = doomed;

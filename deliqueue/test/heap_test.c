@@ -144,6 +144,14 @@ static void check_against_model(const dq_heap *h, item *it, const bool *live, si
         }
     }
     cr_assert_eq(met, count, "iteration missed live elements");
+    /* the element iterator: the same live elements, in segment order */
+    dq_heap_iter iter = dq_heap_iter_start(h);
+    for (dq_heap_elem *e; (e = dq_heap_iter_next(&iter)) != NULL; met--) {
+        size_t x = (size_t)((item *)e - it);
+        cr_assert(x < n && seen[x], "the iterator met an element the segments did not");
+        seen[x] = false;
+    }
+    cr_assert_eq(met, 0, "the iterator missed live elements");
     if (h->run_len) {
         cr_assert_not_null(h->run[h->run_head].elem, "the run's first slot is a hole");
         cr_assert_not_null(dq_heap_run_last(h)->elem, "the run's last slot is a hole");

@@ -116,6 +116,36 @@ static inline int dq_heap_segments(const dq_heap *h, dq_heap_segment seg[3])
     return k;
 }
 
+/* The live elements one at a time over the segments, holes skipped, for
+   scans off the hot path:
+       dq_heap_iter it = dq_heap_iter_start(h);
+       for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) ... */
+typedef struct dq_heap_iter {
+    dq_heap_segment seg[3];
+    int             k, i; /* segments, the current one */
+    uint32_t        j;    /* the next slot of seg[i] */
+} dq_heap_iter;
+
+static inline dq_heap_iter dq_heap_iter_start(const dq_heap *h)
+{
+    dq_heap_iter it;
+    it.k = dq_heap_segments(h, it.seg);
+    it.i = 0;
+    it.j = 0;
+    return it;
+}
+
+static inline dq_heap_elem *dq_heap_iter_next(dq_heap_iter *it)
+{
+    for (; it->i < it->k; it->i++, it->j = 0)
+        while (it->j < it->seg[it->i].n) {
+            dq_heap_elem *e = it->seg[it->i].slots[it->j++].elem;
+            if (e != NULL)
+                return e;
+        }
+    return NULL;
+}
+
 /* 0 or -ENOMEM; the heap is unchanged on failure. */
 static inline int dq_heap_reserve(dq_heap *h, uint32_t want)
 {
