@@ -43,7 +43,7 @@
  * its own) and branchless_twin (the library's comparator again) run in
  * every scenario like any other column.  Their ratios to deliqueue (to
  * branchless) are what noise alone makes of a ratio in this run; the
- * targets table gives each target's A/A band (aa_band) and calls a missed
+ * targets table gives each target's A/A band (stats_noise_band) and calls a missed
  * target a tie when the contender it was measured against lies inside it.
  *
  * Usage: queue_bench [--quick] [--reps N] [--scenarios LIST] [--depths LIST]
@@ -1116,17 +1116,16 @@ static void print_targets(void)
     target_line("2-producer insert throughput (depth 10k) >= 3x mutex_heap", r, buf, r >= 3,
                 target_by_rep(m, &mutex_heap, 1, 3), false, (target_aa){ m, twin, -1 });
     double best = NAN;
-    const char *best_name = "";
     int best_col = -1;
     for (int i = 0; m && i < 2; i++) {
         double x = stats_ratio_of_medians(m, handoffs[i]);
         if (isnan(best) || x > best) {
             best = x;
-            best_name = contenders[handoffs[i]]->name;
             best_col = handoffs[i];
         }
     }
-    snprintf(buf, sizeof(buf), "deliqueue / %s = %.2fx", best_name, 1 / best);
+    snprintf(buf, sizeof(buf), "deliqueue / %s = %.2fx",
+             best_col >= 0 ? contenders[best_col]->name : "", 1 / best);
     target_line("2-producer insert throughput (depth 10k) >= best ck/urcu handoff",
                 best, buf, 1 / best >= 1, target_by_rep(m, handoffs, 2, 1), false,
                 (target_aa){ m, twin, best_col });
@@ -1164,17 +1163,16 @@ static void print_targets(void)
                      kind, np, np > 1 ? "s" : "");
             m = find_metric(name);
             double worst = NAN;
-            const char *who = "";
             int who_col = -1;
             for (int i = 0; m && i < nconsumers; i++) {
                 double x = stats_ratio_of_medians(m, consumers[i]);
                 if (!isnan(x) && (isnan(worst) || x < worst)) {
                     worst = x;
-                    who = contenders[consumers[i]]->name;
                     who_col = consumers[i];
                 }
             }
-            snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)", who,
+            snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)",
+                     who_col >= 0 ? contenders[who_col]->name : "",
                      worst, m ? stats_median(m, 0) : NAN);
             snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %d producer%s, lowest",
                      burst ? "(also) " : "", kind, np, np > 1 ? "s" : "");
