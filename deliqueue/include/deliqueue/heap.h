@@ -13,10 +13,10 @@
  * keys already due in O(1): push_due with the caller's clock.
  *
  * DQ_HEAP_DEFINE(prefix, less) generates the functions for one comparator,
- * DQ_HEAP_DEFINE_PICK(prefix, less, pick) with its own choice of the
- * smaller child; the library uses dq_heap_* (branchless dq_key_less, and
- * dq_heap_pick_smaller), the benchmark also instantiates the branchy
- * comparator to measure the difference.
+ * DQ_HEAP_DEFINE_WITH(prefix, less, sift_down) with its own shape of
+ * sift-down; the library uses dq_heap_* (branchless dq_key_less, chosen
+ * between siblings by dq_heap_pick_smaller), the benchmark also
+ * instantiates the branchy comparator to measure the difference.
  */
 #ifndef DELIQUEUE_HEAP_H
 #define DELIQUEUE_HEAP_H
@@ -153,6 +153,12 @@ static inline int dq_heap_reserve(dq_heap *h, uint32_t want)
         return 0;
     if (want > UINT32_MAX / 2)
         return -ENOMEM;
+#if SIZE_MAX <= UINT32_MAX
+    /* keeps the byte size, and the sift-down's offsets (2 * off + one
+       slot, off below the size), inside a 32-bit size_t */
+    if (want > SIZE_MAX / 4 / sizeof(dq_heap_slot))
+        return -ENOMEM;
+#endif
     uint32_t cap = h->capacity ? h->capacity : 64;
     while (cap < want)
         cap *= 2;
@@ -238,63 +244,149 @@ static inline void dq_heap_run_take(dq_heap *h, uint32_t pos)
     }
 }
 
-/* The last child index the sift-down loop may look at.  The mutant stops
-   one short and so never compares against the last element. */
+/* Two shapes of sift-down, each the faster for its kind of choice between
+   siblings (bench/RESULTS.md, "The sift-down's offsets"):
+   - DQ_HEAP_SIFT_DOWN_BY_INDEX, for any comparator (DQ_HEAP_DEFINE, the
+     benchmark's alternatives): slot indices, the smaller child as the
+     left one's index plus LESS's 0/1, which compilers materialise with
+     setcc and an add;
+   - DQ_HEAP_SIFT_DOWN_BY_OFFSET, the library's own: byte offsets into the
+     slot array and dq_heap_pick_smaller, which feeds dq_key_less's
+     compare-with-borrow straight into a conditional select of the right
+     sibling's offset.  A left child's offset is 2 * off + one slot, a
+     single lea, where an index takes three steps (2i + 1, times 3, times
+     8) before the children's keys can load; all of them are on the
+     critical path of every level (key loads, compare, choice, next
+     level's address).  With a setcc choice the offsets need more address
+     arithmetic after it and measured slower than indices, hence the two.
+
+   The limit of the left child, as an index (unit 1) or an offset (unit
+   one slot).  The mutant stops one slot short and so never compares
+   against the last element. */
 #ifdef DQ_MUTANT_SIFT_OFF_BY_ONE
-#define DQ_HEAP_SIFT_LIMIT(n) ((n) - 1)
+#define DQ_HEAP_SIFT_LIMIT(end, unit) ((end) - (unit))
 #else
-#define DQ_HEAP_SIFT_LIMIT(n) (n)
+#define DQ_HEAP_SIFT_LIMIT(end, unit) (end)
 #endif
 
-/* The sift-down's choice between siblings c and c + 1 (both < count):
-   the index of the smaller.  The generic form adds LESS's 0/1; compilers
-   materialise it with setcc and an add.  The library's own heap uses
-   dq_heap_pick_smaller, which feeds dq_key_less's compare-with-borrow
-   straight into a conditional select: one instruction less on the
-   sift-down's critical path (key loads, compare, choice, next level's
-   address), which is what keeps it level with the branchy comparator
-   when keys never tie and that comparator's branch is always predicted
-   (bench/RESULTS.md, target 4). */
-#define DQ_HEAP_PICK_BY_LESS(LESS, slots, c)                                  \
-    ((c) + (uint32_t)LESS((slots)[(c) + 1].key, (slots)[c].key))
+#define DQ_HEAP_SLOT_SIZE sizeof(dq_heap_slot)
 
-static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t c)
+static inline dq_heap_slot *dq_heap_slot_at(dq_heap_slot *slots, size_t off)
 {
+    return (dq_heap_slot *)(void *)((char *)slots + off);
+}
+
+/* Prefetch the grandchildren of the slot at byte offset off, four slots
+   from 4 * off + 3 slots on (2 or 3 cache lines: the first, the last and
+   the one 64 bytes on cover them), while this level's compare decides
+   which two of them the next level reads.  The address may lie beyond the
+   array at the bottom levels; it is formed as an integer (no pointer
+   arithmetic past the object) and a prefetch never faults. */
+static inline void dq_heap_prefetch_grandchildren(const dq_heap_slot *slots, size_t off)
+{
+#if defined(__GNUC__)
+    uintptr_t g = (uintptr_t)slots + 4 * off + 3 * DQ_HEAP_SLOT_SIZE;
+    __builtin_prefetch((const void *)g);
+    __builtin_prefetch((const void *)(g + 64));
+    __builtin_prefetch((const void *)(g + 4 * DQ_HEAP_SLOT_SIZE - 1));
+#else
+    (void)slots;
+    (void)off;
+#endif
+}
+
+/* Of the siblings at byte offsets c and c + one slot (both in the heap),
+   the offset of the smaller. */
+static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
+{
+    size_t right = c + DQ_HEAP_SLOT_SIZE;
+    const dq_key *l = &dq_heap_slot_at(slots, c)->key;
+    const dq_key *r = &dq_heap_slot_at(slots, right)->key;
 #if defined(DQ_MUTANT_PICK_LARGER)
     /* mutant: the select's condition inverted (ge for lt), so the
        sift-down follows the larger child */
-    return c + (uint32_t)!dq_key_less(slots[c + 1].key, slots[c].key);
-#elif defined(DQ_MUTANT_CMP_SUB_OVERFLOW)
-    /* that mutant is in dq_key_less: let the choice go through it too */
-    return DQ_HEAP_PICK_BY_LESS(dq_key_less, slots, c);
-#elif defined(__x86_64__) && defined(__GNUC__)
+    return dq_key_less(*r, *l) ? c : right;
+#elif defined(DQ_MUTANT_CMP_SUB_OVERFLOW) || \
+    !(defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)))
+    /* portable; and that mutant is in dq_key_less, so the choice must
+       go through it too */
+    return c + DQ_HEAP_SLOT_SIZE * (size_t)dq_key_less(*r, *l);
+#elif defined(__x86_64__)
     /* right < left as one signed 128-bit subtraction (seq >= 0, as
        dq_key_less requires), then cmovl */
-    uint32_t right = c + 1;
-    int64_t borrow_sink = slots[right].key.when;
+    int64_t borrow_sink = r->when;
     __asm__("cmp   %[lseq], %[rseq]\n\t"
             "sbb   %[lwhen], %[sink]\n\t"
             "cmovl %[right], %[pick]"
             : [sink] "+r"(borrow_sink), [pick] "+r"(c)
-            : [rseq] "r"(slots[right].key.seq), [lseq] "rm"(slots[c].key.seq),
-              [lwhen] "rm"(slots[c].key.when), [right] "r"(right)
-            : "cc");
-    return c;
-#elif defined(__aarch64__) && defined(__GNUC__)
-    uint32_t right = c + 1;
-    __asm__("cmp  %[rseq], %[lseq]\n\t"
-            "sbcs xzr, %[rwhen], %[lwhen]\n\t"
-            "csel %w[pick], %w[right], %w[pick], lt"
-            : [pick] "+r"(c)
-            : [rseq] "r"(slots[right].key.seq), [lseq] "r"(slots[c].key.seq),
-              [rwhen] "r"(slots[right].key.when), [lwhen] "r"(slots[c].key.when),
+            : [rseq] "r"(r->seq), [lseq] "rm"(l->seq), [lwhen] "rm"(l->when),
               [right] "r"(right)
             : "cc");
     return c;
 #else
-    return DQ_HEAP_PICK_BY_LESS(dq_key_less, slots, c);
+    __asm__("cmp  %[rseq], %[lseq]\n\t"
+            "sbcs xzr, %[rwhen], %[lwhen]\n\t"
+            "csel %[pick], %[right], %[pick], lt"
+            : [pick] "+r"(c)
+            : [rseq] "r"(r->seq), [lseq] "r"(l->seq), [rwhen] "r"(r->when),
+              [lwhen] "r"(l->when), [right] "r"(right)
+            : "cc");
+    return c;
 #endif
 }
+
+#define DQ_HEAP_SIFT_DOWN_BY_INDEX(P, LESS)                                   \
+    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)  \
+    {                                                                         \
+        uint32_t n = h->count;                                                \
+        for (;;) {                                                            \
+            uint32_t child = 2 * i + 1;                                       \
+            if (child >= DQ_HEAP_SIFT_LIMIT(n, 1))                            \
+                break;                                                        \
+            dq_heap_prefetch_grandchildren(h->slots,                          \
+                                           (size_t)i * DQ_HEAP_SLOT_SIZE);    \
+            /* the smaller child, without a branch on the comparison */     \
+            if (child + 1 < n)                                                \
+                child += (uint32_t)LESS(h->slots[child + 1].key,              \
+                                        h->slots[child].key);                 \
+            if (!LESS(h->slots[child].key, s.key))                            \
+                break;                                                        \
+            P##_place(h, i, h->slots[child]);                                 \
+            i = child;                                                        \
+        }                                                                     \
+        P##_place(h, i, s);                                                   \
+    }
+
+/* The division by the slot size is off the critical path: it only feeds
+   the element's index, which nothing in the loop reads. */
+#define DQ_HEAP_SIFT_DOWN_BY_OFFSET(P, LESS)                                  \
+    static inline void P##_place_at(dq_heap_slot *slots, size_t off,          \
+                                    dq_heap_slot s)                           \
+    {                                                                         \
+        *dq_heap_slot_at(slots, off) = s;                                     \
+        s.elem->index = (uint32_t)(off / DQ_HEAP_SLOT_SIZE);                  \
+    }                                                                         \
+                                                                              \
+    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)  \
+    {                                                                         \
+        dq_heap_slot *slots = h->slots;                                       \
+        const size_t end = (size_t)h->count * DQ_HEAP_SLOT_SIZE;              \
+        size_t off = (size_t)i * DQ_HEAP_SLOT_SIZE;                           \
+        for (;;) {                                                            \
+            size_t child = 2 * off + DQ_HEAP_SLOT_SIZE;                       \
+            if (child >= DQ_HEAP_SIFT_LIMIT(end, DQ_HEAP_SLOT_SIZE))          \
+                break;                                                        \
+            dq_heap_prefetch_grandchildren(slots, off);                       \
+            if (child + DQ_HEAP_SLOT_SIZE < end)                              \
+                child = dq_heap_pick_smaller(slots, child);                   \
+            const dq_heap_slot *c = dq_heap_slot_at(slots, child);            \
+            if (!LESS(c->key, s.key))                                         \
+                break;                                                        \
+            P##_place_at(slots, off, *c);                                     \
+            off = child;                                                      \
+        }                                                                     \
+        P##_place_at(slots, off, s);                                          \
+    }
 
 /* Whether key k may follow the run's last slot (NULL: empty run).  The
    mutant appends every due key, so a due key posted with an earlier time
@@ -306,13 +398,12 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
 #define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((last) == NULL || !LESS(k, (last)->key))
 #endif
 
-#define DQ_HEAP_PICK_LIBRARY(LESS, slots, c) dq_heap_pick_smaller(slots, c)
+/* A heap type P ordered by LESS, with the sift-down SIFT_DOWN(P, LESS)
+   (DQ_HEAP_SIFT_DOWN_BY_INDEX for any comparator; the library's own is
+   BY_OFFSET, whose choice is dq_key_less's). */
+#define DQ_HEAP_DEFINE(P, LESS) DQ_HEAP_DEFINE_WITH(P, LESS, DQ_HEAP_SIFT_DOWN_BY_INDEX)
 
-/* A heap type P ordered by LESS, whose sift-down picks the smaller child
-   with PICK(LESS, slots, c) (DQ_HEAP_PICK_BY_LESS, or the library's). */
-#define DQ_HEAP_DEFINE(P, LESS) DQ_HEAP_DEFINE_PICK(P, LESS, DQ_HEAP_PICK_BY_LESS)
-
-#define DQ_HEAP_DEFINE_PICK(P, LESS, PICK)                                    \
+#define DQ_HEAP_DEFINE_WITH(P, LESS, SIFT_DOWN)                               \
     static inline void P##_place(dq_heap *h, uint32_t i, dq_heap_slot s)      \
     {                                                                         \
         h->slots[i] = s;                                                      \
@@ -331,23 +422,7 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
         P##_place(h, i, s);                                                   \
     }                                                                         \
                                                                               \
-    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)  \
-    {                                                                         \
-        uint32_t n = h->count;                                                \
-        for (;;) {                                                            \
-            uint32_t child = 2 * i + 1;                                       \
-            if (child >= DQ_HEAP_SIFT_LIMIT(n))                               \
-                break;                                                        \
-            /* the smaller child, without a branch on the comparison */     \
-            if (child + 1 < n)                                                \
-                child = PICK(LESS, h->slots, child);                          \
-            if (!LESS(h->slots[child].key, s.key))                            \
-                break;                                                        \
-            P##_place(h, i, h->slots[child]);                                 \
-            i = child;                                                        \
-        }                                                                     \
-        P##_place(h, i, s);                                                   \
-    }                                                                         \
+    SIFT_DOWN(P, LESS)                                                        \
                                                                               \
     /* Insert e with key k into the binary part.  0 or -ENOMEM (e not   \
        inserted). */                                                      \
@@ -437,7 +512,7 @@ static inline uint32_t dq_heap_pick_smaller(const dq_heap_slot *slots, uint32_t 
         return top;                                                           \
     }
 
-DQ_HEAP_DEFINE_PICK(dq_heap, dq_key_less, DQ_HEAP_PICK_LIBRARY)
+DQ_HEAP_DEFINE_WITH(dq_heap, dq_key_less, DQ_HEAP_SIFT_DOWN_BY_OFFSET)
 
 #ifdef __cplusplus
 }
