@@ -893,6 +893,14 @@ static void run_remove_point(const config *cfg, int col, int rep, long depth)
     fill_queue(c, q, depth, bench_now() + 3600LL * 1000000000, !cfg->random_fill, NULL);
     consumer_sweep(c, q);
     double call_ns = 0, total_ns = 0;
+    /* fill_queue gives message j target j % 8 and what j % 128, so what w
+       (a multiple of 8) matches the j < D with j % 128 == w, and a what
+       met again (every 16 calls) matches nothing left: every contender
+       must remove exactly this many, or its timing is not of this work */
+    long expected = 0, removed_total = 0;
+    for (int i = 0; i < cfg->remove_calls && i < 16; i++)
+        if (8L * i < depth)
+            expected += (depth - 8L * i + 127) / 128;
     for (int i = 0; i < cfg->remove_calls; i++) {
         /* target 0 holds what 0, 8, 16, ...: what = 8 * i matches ~D/1024 */
         dq_match match = { .target = &fill_targets[0], .fields = DQ_MATCH_WHAT,
@@ -902,9 +910,14 @@ static void run_remove_point(const config *cfg, int col, int rep, long depth)
         int64_t t1 = bench_thread_cpu_ns();
         consumer_sweep(c, q);
         int64_t t2 = bench_thread_cpu_ns();
-        (void)removed;
+        removed_total += (long)removed;
         call_ns += (double)(t1 - t0);
         total_ns += (double)(t2 - t0);
+    }
+    if (removed_total != expected) {
+        fprintf(stderr, "queue_bench: %s removed %ld messages by criteria at depth %ld, "
+                        "not %ld\n", c->name, removed_total, depth, expected);
+        die("remove by criteria", c, EPROTO);
     }
     c->destroy(q);
     aged_heap_free(&aged);

@@ -109,20 +109,36 @@ static inline int bench_node_cancel(bench_node *n)
 
 /* Owner of h: remove and free every pending node matching *match; returns
    how many.  Matches are collected first because each removal moves
-   slots. */
-static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *match)
+   slots.  The scan is the one deliqueue's looper makes of its own heaps
+   (match_walk_slots in deliqueue/src/any.c): each run of slots walked by
+   pointer, the node 16 slots ahead prefetched, the criteria in a local
+   copy that no store can alias, so that remove by criteria compares the
+   designs and not two spellings of the same loop. */
+#define BENCH_SCAN_PREFETCH_AHEAD 16u
+
+static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *match_arg)
 {
-    if (dq_match_check(match) || dq_heap_size(h) == 0)
+    if (dq_match_check(match_arg) || dq_heap_size(h) == 0)
         return 0;
+    const dq_match match = *match_arg;
     bench_node **hits = malloc((size_t)dq_heap_size(h) * sizeof(*hits));
     if (hits == NULL)
         return 0;
     size_t nhits = 0;
-    dq_heap_iter it = dq_heap_iter_start(h);
-    for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) {
-        bench_node *n = BENCH_NODE_OF_HEAP(e);
-        if (dq_match_msg(match, &n->msg))
-            hits[nhits++] = n;
+    dq_heap_segment seg[3];
+    int k = dq_heap_segments(h, seg);
+    for (int i = 0; i < k; i++) {
+        const dq_heap_slot *sl = seg[i].slots, *end = sl + seg[i].n;
+        for (; sl < end; sl++) {
+            if ((size_t)(end - sl) > BENCH_SCAN_PREFETCH_AHEAD &&
+                sl[BENCH_SCAN_PREFETCH_AHEAD].elem != NULL)
+                __builtin_prefetch(BENCH_NODE_OF_HEAP(sl[BENCH_SCAN_PREFETCH_AHEAD].elem));
+            if (sl->elem == NULL)
+                continue; /* a hole in the due run */
+            bench_node *n = BENCH_NODE_OF_HEAP(sl->elem);
+            if (dq_match_msg(&match, &n->msg))
+                hits[nhits++] = n;
+        }
     }
     size_t removed = 0;
     for (size_t i = 0; i < nhits; i++) {
