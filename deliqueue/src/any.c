@@ -374,11 +374,51 @@ static dq_node *token_node(dq_queue *q, dq_token tok, uint64_t *state)
     return n;
 }
 
+/* Enter a call that uses the core, as dq_users_enter does, except on the
+   consumer's own thread: the core is torn down only on that thread (a
+   quitting dq_next) or by the last reference's drop, which cannot run
+   while a caller is inside a call, so the consumer needs no count to keep
+   it alive and saves the two locked RMWs on the users line (a handler
+   cancelling its own messages on its looper, the common case).  Its
+   answer after a quit is still -ESHUTDOWN.  *counted says which leave is
+   due (core_leave). */
+static int core_enter(dq_queue *q, bool *counted)
+{
+#ifndef DQ_MUTANT_CONSUMER_IGNORES_QUIT
+    if (dq_looper_is_self(q)) {
+        *counted = false;
+        /* relaxed: this thread set the bit itself if it tore the core
+           down; a quit by another thread racing with us only means the
+           cancel lands just before it, which the teardown (on this
+           thread, later) then retires like any other */
+        return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
+                   ? -ESHUTDOWN
+                   : 0;
+    }
+#else
+    /* mutant: the consumer's fast path without the quit check, so a
+       cancel after the teardown uses the freed core */
+    if (dq_looper_is_self(q)) {
+        *counted = false;
+        return 0;
+    }
+#endif
+    *counted = true;
+    return dq_users_enter(q);
+}
+
+static void core_leave(dq_queue *q, bool counted)
+{
+    if (counted)
+        dq_users_leave(q);
+}
+
 static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 {
     if (q == NULL || tok == 0)
         return -EINVAL;
-    int err = dq_users_enter(q);
+    bool counted;
+    int err = core_enter(q, &counted);
     if (err)
         return err;
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
@@ -401,7 +441,7 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
 #ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
         /* mutant: counted out while the discard callback and the push
            below still use the queue's core */
-        dq_users_leave(q);
+        core_leave(q, counted);
 #endif
         if (!barrier)
             dq_report_discard(q, n);
@@ -412,7 +452,7 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
         return 0;
 #endif
     }
-    dq_users_leave(q);
+    core_leave(q, counted);
     return err;
 }
 

@@ -220,3 +220,74 @@ Test(quit, teardown_waits_for_racing_cancellers)
         dq_unref(r);
     }
 }
+
+/* The consumer's own cancels take no user count (core_enter in any.c):
+   they must still discard exactly once, and after the teardown, which
+   only the consumer itself runs, they must answer -ESHUTDOWN without
+   touching the freed core. */
+Test(quit, consumer_cancels_its_own_messages_before_and_after_teardown)
+{
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), -EAGAIN); /* this thread consumes */
+    dq_msg m = msg_what(&target_a, 1);
+    dq_token t[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(dq_post_delayed(q, &m, 1000000000, &t[i]), 0);
+    cr_assert_eq(dq_cancel(q, t[1]), 0);
+    cr_assert_eq(atomic_load(&rec.discards), 1, "on_discard before the return");
+    cr_assert_eq(dq_cancel(q, t[1]), -ENOENT, "twice");
+    cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
+    cr_assert_eq(dq_cancel(q, t[0]), 0, "a swept message");
+    cr_assert_eq(atomic_load(&rec.discards), 2);
+    dq_quit(q);
+    cr_assert_eq(dq_cancel(q, t[2]), -ESHUTDOWN, "quit, not yet torn down");
+    cr_assert_eq(dq_next(q, &out), -ESHUTDOWN); /* the teardown */
+    cr_assert_eq(atomic_load(&rec.discards), 3, "t[2] by the teardown");
+    cr_assert_eq(dq_cancel(q, t[2]), -ESHUTDOWN, "after the teardown");
+    cr_assert_eq(dq_cancel(q, t[0]), -ESHUTDOWN);
+}
+
+struct quitter { dq_queue *q; _Atomic int *go; };
+
+static void *quit_when_told(void *arg)
+{
+    struct quitter *p = arg;
+    while (!atomic_load(p->go))
+        ;
+    dq_quit(p->q);
+    return NULL;
+}
+
+/* Another thread's quit racing the consumer's cancels: every message is
+   discarded exactly once, by the cancel or by the teardown, and every
+   cancel answers 0 or -ESHUTDOWN (TSan runs this too). */
+Test(quit, consumer_cancels_racing_a_quit_account_exactly)
+{
+    enum { N = 400 };
+    static dq_token tok[N];
+    for (int round = 0; round < 20; round++) {
+        dq_options o = { .on_discard = record_discard, .ctx = &rec };
+        dq_queue *r = dq_create(&o);
+        atomic_store(&rec.discards, 0);
+        dq_msg out, m = msg_what(&target_a, 1);
+        cr_assert_eq(dq_try_next(r, &out), -EAGAIN);
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(dq_post_delayed(r, &m, 1000000000, &tok[i]), 0);
+        _Atomic int go = 0;
+        struct quitter p = { r, &go };
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, quit_when_told, &p), 0);
+        atomic_store(&go, 1);
+        int cancelled = 0;
+        for (int i = 0; i < N; i++) {
+            int err = dq_cancel(r, tok[i]);
+            cr_assert(err == 0 || err == -ESHUTDOWN, "cancel %d: %d", i, err);
+            cancelled += err == 0;
+        }
+        pthread_join(th, NULL);
+        cr_assert_eq(dq_next(r, &out), -ESHUTDOWN);
+        cr_assert_eq(atomic_load(&rec.discards), N, "round %d: %d cancelled", round,
+                     cancelled);
+        dq_unref(r);
+    }
+}
