@@ -384,9 +384,13 @@ static dq_node *token_node(dq_queue *q, dq_token tok, uint64_t *state)
    due (core_leave). */
 static int core_enter(dq_queue *q, bool *counted)
 {
-#ifndef DQ_MUTANT_CONSUMER_IGNORES_QUIT
     if (dq_looper_is_self(q)) {
         *counted = false;
+#ifdef DQ_MUTANT_CONSUMER_IGNORES_QUIT
+        /* mutant: no quit check, so a cancel after a quit goes through
+           and one after the teardown answers -ENOENT */
+        return 0;
+#else
         /* relaxed: this thread set the bit itself if it tore the core
            down; a quit by another thread racing with us only means the
            cancel lands just before it, which the teardown (on this
@@ -394,15 +398,8 @@ static int core_enter(dq_queue *q, bool *counted)
         return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
                    ? -ESHUTDOWN
                    : 0;
-    }
-#else
-    /* mutant: the consumer's fast path without the quit check, so a
-       cancel after the teardown uses the freed core */
-    if (dq_looper_is_self(q)) {
-        *counted = false;
-        return 0;
-    }
 #endif
+    }
     *counted = true;
     return dq_users_enter(q);
 }
