@@ -30,7 +30,10 @@
  *           (bursts of 4, then a ~20 us sleep): post-to-delivery latency
  *           p50/p99/p99.9, with every contender's queue and consumer alive
  *           at once and the bursts dealt to them in turn, so that the
- *           machine's slow phases hit all of them alike.
+ *           machine's slow phases hit all of them alike; steady (1
+ *           producer, a post every 1 us, blocks of 1000 dealt in turn):
+ *           the same latencies with the consumer awake, where the queue's
+ *           own path decides them and not the kernel's wake-up.
  *   remove  remove by criteria (target + what, ~D/1024 matches) at depth D,
  *           on the consumer thread; the call alone, and with the
  *           consumer's cleanup (its next try_next) added.
@@ -78,6 +81,7 @@
 #include "bench/heap_work.h"
 #include "bench/machine.h"
 #include "bench/stats.h"
+#include <deliqueue_arch/cpu.h>
 
 #ifndef BENCH_COPTS
 #define BENCH_COPTS "(unknown)"
@@ -98,6 +102,7 @@ static const char *const heap_cols[] = { "branchless", "branchy", "andor", "wide
    others of the remove scenario. */
 static char fill_targets[8];
 static char burst_target;
+static char primer_target;      /* steady: wakes a consumer, not timed */
 
 typedef struct config {
     bool   quick;
@@ -113,7 +118,7 @@ typedef struct config {
     /* derived */
     long   insert_target_ops;   /* per point */
     int64_t insert_budget_ns;   /* per point */
-    long   e2e_depth, e2e_unpaced_msgs, e2e_paced_msgs;
+    long   e2e_depth, e2e_unpaced_msgs, e2e_paced_msgs, e2e_steady_msgs;
     int    remove_calls;
     long   heap_ops;
 } config;
@@ -586,12 +591,18 @@ static void run_insert_point(const config *cfg, int col, int rep, long depth,
 
 /* ---- end to end ---------------------------------------------------------- */
 
+typedef enum e2e_mode {
+    E2E_UNPACED,    /* throughput: as fast as the producers go */
+    E2E_PACED,      /* latency: bursts to a parked consumer */
+    E2E_STEADY,     /* latency: a post every STEADY_GAP_NS to an awake one */
+} e2e_mode;
+
 typedef struct e2e_run {
     const bench_contender *c;
     void           *q;
     int             nproducers;
     long            per_producer;
-    bool            paced;
+    e2e_mode        mode;
     _Atomic int     ready;        /* consumer 1, then each producer 1 */
     int64_t         t_first_post;
     int64_t         t_last_delivery;
@@ -599,11 +610,14 @@ typedef struct e2e_run {
     int64_t         consumer_cpu_ns;  /* the consumer's CPU time, all of it */
     int64_t        *latency;      /* consumer only until joined: from the post */
     int64_t        *burst_latency; /* paced: from its burst's first post */
+    _Atomic int     primed;       /* steady: the block's primer was delivered */
     long            delivered;
     int             err;
 } e2e_run;
 
 #define PACED_BURST 4           /* posts per burst of the paced producers */
+#define STEADY_GAP_NS 1000      /* between steady posts: under every idle spin */
+#define STEADY_BLOCK 100        /* steady posts to one contender in a row */
 
 typedef struct e2e_producer {
     e2e_run *run;
@@ -626,17 +640,24 @@ static void *e2e_consumer_main(void *arg)
             run->err = err;
             break;
         }
+        if (out.target == &primer_target) {
+            /* release: the producer's first timed post follows this */
+            atomic_store_explicit(&run->primed, 1, memory_order_release);
+            continue;
+        }
         if (out.target != &burst_target) {
             run->err = -EPROTO;
             break;
         }
-        if (run->paced) {
+        if (run->mode != E2E_UNPACED) {
             /* arg1:arg2 is the start of this message's own post, when the
-               start of its burst's first (paced_producer_main) */
+               start of its burst's first (paced_producer_main; a steady
+               post is its own burst) */
             int64_t posted = (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 |
                                        (uint32_t)out.arg1);
             run->latency[run->delivered] = now - posted;
-            run->burst_latency[run->delivered] = now - out.when;
+            if (run->burst_latency)
+                run->burst_latency[run->delivered] = now - out.when;
         } else {
             run->latency[run->delivered] = now - out.when;
         }
@@ -684,7 +705,7 @@ static double percentile(int64_t *xs, long n, double p)
 
 /* A queue of contender col with its background, and the run's buffers;
    *aged keeps the allocator's aging alive until e2e_finish. */
-static void e2e_start(const config *cfg, int col, int nproducers, bool paced,
+static void e2e_start(const config *cfg, int col, int nproducers, e2e_mode mode,
                       e2e_run *run, aged_heap *aged)
 {
     const bench_contender *c = contenders[col];
@@ -692,8 +713,11 @@ static void e2e_start(const config *cfg, int col, int nproducers, bool paced,
     memset(run, 0, sizeof(*run));
     run->c = c;
     run->nproducers = nproducers;
-    run->paced = paced;
-    run->per_producer = (paced ? cfg->e2e_paced_msgs : cfg->e2e_unpaced_msgs) / nproducers;
+    run->mode = mode;
+    bool paced = mode == E2E_PACED;
+    run->per_producer = (mode == E2E_UNPACED ? cfg->e2e_unpaced_msgs
+                         : paced             ? cfg->e2e_paced_msgs
+                                             : cfg->e2e_steady_msgs) / nproducers;
     run->latency = malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t));
     run->burst_latency = paced ? malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t))
                                : NULL;
@@ -710,16 +734,16 @@ static void e2e_finish(const config *cfg, int col, int rep, e2e_run *run,
 {
     const bench_contender *c = contenders[col];
     int nproducers = run->nproducers;
-    bool paced = run->paced;
+    static const char *const mode_name[] = { "e2e", "e2e paced", "e2e steady" };
     if (run->err)
-        die(paced ? "e2e paced" : "e2e", c, run->err);
+        die(mode_name[run->mode], c, run->err);
     c->destroy(run->q);
     aged_heap_free(aged);
 
     long n = run->delivered;
     char name[96];
     const char *ps = nproducers > 1 ? "s" : "";
-    if (!paced) {
+    if (run->mode == E2E_UNPACED) {
         snprintf(name, sizeof(name), "e2e throughput, depth %ld, %d producer%s",
                  cfg->e2e_depth, nproducers, ps);
         stats_put(stats_metric_get(&results, "queues", "e2e", name, "Mmsg/s", true,
@@ -739,14 +763,17 @@ static void e2e_finish(const config *cfg, int col, int rep, e2e_run *run,
                                    cfg->e2e_depth, nproducers),
                   col, rep, (double)run->consumer_cpu_ns / (double)n);
     } else {
+        bool paced = run->mode == E2E_PACED;
         qsort(run->latency, (size_t)n, sizeof(int64_t), cmp_i64);
-        qsort(run->burst_latency, (size_t)n, sizeof(int64_t), cmp_i64);
+        if (paced)
+            qsort(run->burst_latency, (size_t)n, sizeof(int64_t), cmp_i64);
         static const double ps_[] = { 0.5, 0.99, 0.999 };
         static const char *const pn[] = { "p50", "p99", "p99.9" };
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < (paced ? 2 : 1); b++)
             for (int k = 0; k < 3; k++) {
-                snprintf(name, sizeof(name), "%s-to-delivery %s, paced, depth %ld, %d producer%s",
-                         b ? "burst" : "post", pn[k], cfg->e2e_depth, nproducers, ps);
+                snprintf(name, sizeof(name), "%s-to-delivery %s, %s, depth %ld, %d producer%s",
+                         b ? "burst" : "post", pn[k], paced ? "paced" : "steady",
+                         cfg->e2e_depth, nproducers, ps);
                 stats_put(stats_metric_get(&results, "queues", "e2e", name, "us", false,
                                            cfg->e2e_depth, nproducers),
                           col, rep,
@@ -763,7 +790,7 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers)
     const bench_contender *c = contenders[col];
     e2e_run run;
     aged_heap aged;
-    e2e_start(cfg, col, nproducers, false, &run, &aged);
+    e2e_start(cfg, col, nproducers, E2E_UNPACED, &run, &aged);
     pthread_t consumer, producers[2];
     e2e_producer p[2];
     if (pthread_create(&consumer, NULL, e2e_consumer_main, &run))
@@ -780,13 +807,15 @@ static void run_e2e_point(const config *cfg, int col, int rep, int nproducers)
     e2e_finish(cfg, col, rep, &run, &aged);
 }
 
-/* Paced: every contender's queue at once, each with its consumer parked,
-   and each producer sends its bursts to the contenders in turn (producer
-   i starts at contender i).  A wake-up's latency is the scheduler's and
-   the hypervisor's more than the queue's, and a slow phase of the shared
-   machine lasts longer than one contender's run; interleaved burst by
-   burst, every contender sees the same phases, so their tails compare. */
-typedef struct paced_producer {
+/* The latency runs: every contender's queue at once, and the producers'
+   posts dealt to the contenders in turn.  A slow phase of the shared
+   machine lasts longer than one contender's run; interleaved, every
+   contender sees the same phases, so their tails compare.
+
+   Paced: each consumer parked, and each producer sends its bursts to the
+   contenders in turn (producer i starts at contender i).  A wake-up's
+   latency is the scheduler's and the hypervisor's more than the queue's. */
+typedef struct latency_producer {
     e2e_run   **runs;
     int         nruns;
     int         index;
@@ -794,11 +823,11 @@ typedef struct paced_producer {
     _Atomic int *ready;          /* producers that have arrived */
     int         err;
     const bench_contender *failed;
-} paced_producer;
+} latency_producer;
 
 static void *paced_producer_main(void *arg)
 {
-    paced_producer *p = arg;
+    latency_producer *p = arg;
     dq_msg m = make_msg(&burst_target, p->index);
     atomic_fetch_add(p->ready, 1);
     while (atomic_load(p->ready) < p->nproducers)
@@ -826,7 +855,59 @@ static void *paced_producer_main(void *arg)
     return NULL;
 }
 
-static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
+/* Steady: one producer posts a message every STEADY_GAP_NS to one
+   contender for STEADY_BLOCK posts, then moves to the next.  The gap is a
+   busy wait (a sleep would let the producer's CPU halt and put a wake-up
+   in every post) and is shorter than every consumer's idle poll (the
+   looper's default spin, bench_idle_poll), so a consumer that keeps up
+   stays awake through a block.  Before each block an untimed primer wakes
+   the consumer, and the block starts once it is delivered: what is timed
+   is the queue's own path from post to delivery, not a wake-up.  One
+   producer only: a second would put three busy threads on two CPUs. */
+#define STEADY_PRIMER_TIMEOUT_NS (10 * 1000000000LL)
+_Static_assert(STEADY_GAP_NS < DQ_IDLE_SPIN_DEFAULT_NS,
+               "steady posts must come faster than the consumers' idle poll");
+
+static void *steady_producer_main(void *arg)
+{
+    latency_producer *p = arg;
+    dq_msg m = make_msg(&burst_target, p->index);
+    const dq_msg primer = make_msg(&primer_target, p->index);
+    atomic_fetch_add(p->ready, 1);
+    long blocks = p->runs[0]->per_producer / STEADY_BLOCK * p->nruns;
+    for (long b = 0; b < blocks; b++) {
+        e2e_run *run = p->runs[b % p->nruns];
+        /* relaxed: the consumer sets it only after it takes the primer,
+           which the post below publishes (release) after this store */
+        atomic_store_explicit(&run->primed, 0, memory_order_relaxed);
+        int64_t t = bench_now();
+        int err = run->c->post_at(run->q, &primer, t, NULL);
+        /* acquire: pairs with the consumer's release once it delivered the
+           primer; bounded, so that a consumer that died cannot hang us */
+        while (err == 0 && !atomic_load_explicit(&run->primed, memory_order_acquire)) {
+            if (bench_now() - t > STEADY_PRIMER_TIMEOUT_NS)
+                err = -ETIMEDOUT;
+            dq_arch_cpu_relax();
+        }
+        for (int i = 0; err == 0 && i < STEADY_BLOCK; i++) {
+            t = bench_now();
+            m.arg1 = (int32_t)(uint32_t)t;
+            m.arg2 = (int32_t)(uint32_t)((uint64_t)t >> 32);
+            err = run->c->post_at(run->q, &m, t, NULL);
+            while (bench_now() - t < STEADY_GAP_NS)
+                dq_arch_cpu_relax();
+        }
+        if (err) {
+            p->err = err;
+            p->failed = run->c;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void run_latency_interleaved(const config *cfg, int rep, int nproducers,
+                                    e2e_mode mode)
 {
     int cols[NCONTENDERS], nruns = 0;
     for (int i = 0; i < NCONTENDERS; i++) {
@@ -840,7 +921,7 @@ static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
     aged_heap aged[NCONTENDERS];
     pthread_t consumers[NCONTENDERS], producers[2];
     for (int k = 0; k < nruns; k++) {
-        e2e_start(cfg, cols[k], nproducers, true, &runs[k], &aged[k]);
+        e2e_start(cfg, cols[k], nproducers, mode, &runs[k], &aged[k]);
         order[k] = &runs[k];
     }
     /* The consumers wait at most 5 s for a message: start them once every
@@ -860,12 +941,14 @@ static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
             sched_yield();
     }
     _Atomic int ready = 0;
-    paced_producer p[2];
+    latency_producer p[2];
     for (int i = 0; i < nproducers; i++) {
-        p[i] = (paced_producer){ .runs = order, .nruns = nruns, .index = i,
+        p[i] = (latency_producer){ .runs = order, .nruns = nruns, .index = i,
                                  .nproducers = nproducers, .ready = &ready };
         attr_on_cpu(&attr, 1 + i);
-        int err = pthread_create(&producers[i], &attr, paced_producer_main, &p[i]);
+        int err = pthread_create(&producers[i], &attr,
+                                 mode == E2E_STEADY ? steady_producer_main : paced_producer_main,
+                                 &p[i]);
         pthread_attr_destroy(&attr);
         if (err)
             die("pthread_create", NULL, err);
@@ -873,7 +956,7 @@ static void run_paced_interleaved(const config *cfg, int rep, int nproducers)
     for (int i = 0; i < nproducers; i++) {
         pthread_join(producers[i], NULL);
         if (p[i].err)
-            die("e2e paced post", p[i].failed, p[i].err);
+            die(mode == E2E_STEADY ? "e2e steady post" : "e2e paced post", p[i].failed, p[i].err);
     }
     for (int k = 0; k < nruns; k++) {
         pthread_join(consumers[k], NULL);
@@ -1163,36 +1246,42 @@ static void print_targets(void)
     /* post-to-delivery is the target; burst-to-delivery times every
        message from its burst's first post, what the poster of the burst
        waits for its last message, so that a post that returns sooner is no
-       longer a head start for the messages after it (the paced producer) */
+       longer a head start for the messages after it (the paced producer).
+       Paced, the consumer is parked at every burst and the p99 is mostly
+       a wake-up; steady, it is awake and the p99 is the queue's path. */
     int consumers[NCONTENDERS], nconsumers = 0;
     for (int c = 1; c < NCONTENDERS; c++)
         if ((contenders[c]->caps & BENCH_CONSUMES) && c != twin)
             consumers[nconsumers++] = c;
-    for (int burst = 0; burst <= 1; burst++)
-        for (int np = 1; np <= 2; np++) {
-            const char *kind = burst ? "burst" : "post";
-            char name[96], what[112];
-            snprintf(name, sizeof(name), "%s-to-delivery p99, paced, depth 10000, %d producer%s",
-                     kind, np, np > 1 ? "s" : "");
-            m = find_metric(name);
-            double worst = NAN;
-            int who_col = -1;
-            for (int i = 0; m && i < nconsumers; i++) {
-                double x = stats_ratio_of_medians(m, consumers[i]);
-                if (!isnan(x) && (isnan(worst) || x < worst)) {
-                    worst = x;
-                    who_col = consumers[i];
-                }
+    static const struct { const char *kind, *how, *also; int np; } lat[] = {
+        { "post", "paced", "", 1 },          { "post", "paced", "", 2 },
+        { "post", "steady", "", 1 },
+        { "burst", "paced", "(also) ", 1 },  { "burst", "paced", "(also) ", 2 },
+    };
+    for (size_t t = 0; t < sizeof(lat) / sizeof(lat[0]); t++) {
+        const char *ps = lat[t].np > 1 ? "s" : "";
+        char name[96], what[128];
+        snprintf(name, sizeof(name), "%s-to-delivery p99, %s, depth 10000, %d producer%s",
+                 lat[t].kind, lat[t].how, lat[t].np, ps);
+        m = find_metric(name);
+        double worst = NAN;
+        int who_col = -1;
+        for (int i = 0; m && i < nconsumers; i++) {
+            double x = stats_ratio_of_medians(m, consumers[i]);
+            if (!isnan(x) && (isnan(worst) || x < worst)) {
+                worst = x;
+                who_col = consumers[i];
             }
-            snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.1f us)",
-                     who_col >= 0 ? contenders[who_col]->name : "",
-                     worst, m ? stats_median(m, 0) : NAN);
-            snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %d producer%s, lowest",
-                     burst ? "(also) " : "", kind, np, np > 1 ? "s" : "");
-            target_line(what, worst, buf, worst >= 1,
-                        target_by_rep(m, consumers, nconsumers, 1), false,
-                        (target_aa){ m, twin, who_col });
         }
+        snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.2f us)",
+                 who_col >= 0 ? contenders[who_col]->name : "",
+                 worst, m ? stats_median(m, 0) : NAN);
+        snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %s, %d producer%s, lowest",
+                 lat[t].also, lat[t].kind, lat[t].how, lat[t].np, ps);
+        target_line(what, worst, buf, worst >= 1,
+                    target_by_rep(m, consumers, nconsumers, 1), false,
+                    (target_aa){ m, twin, who_col });
+    }
     for (int i = 0; i < results.nmetrics; i++) {
         m = &results.m[i];
         if (strcmp(m->group, "heap"))
@@ -1337,6 +1426,7 @@ int main(int argc, char **argv)
         cfg.e2e_depth = 1000;
         cfg.e2e_unpaced_msgs = 20000;
         cfg.e2e_paced_msgs = 2000;
+        cfg.e2e_steady_msgs = 2 * STEADY_BLOCK;
         cfg.remove_calls = 4;
         cfg.heap_ops = 50000;
     } else {
@@ -1345,6 +1435,7 @@ int main(int argc, char **argv)
         cfg.e2e_depth = 10000;
         cfg.e2e_unpaced_msgs = 200000;
         cfg.e2e_paced_msgs = 40000; /* p99 over 400 tail samples per repetition */
+        cfg.e2e_steady_msgs = 1000 * STEADY_BLOCK; /* 0.1 s per contender */
         cfg.remove_calls = 16;
         cfg.heap_ops = 1000000;
     }
@@ -1402,8 +1493,10 @@ int main(int argc, char **argv)
                         (contenders[col]->caps & BENCH_CONSUMES))
                         run_e2e_point(&cfg, col, rep, np);
                 }
-                run_paced_interleaved(&cfg, rep, np);
+                run_latency_interleaved(&cfg, rep, np, E2E_PACED);
             }
+        if (cfg.run_e2e)
+            run_latency_interleaved(&cfg, rep, 1, E2E_STEADY);
         if (cfg.run_remove || cfg.run_cancel)
             for (int d = 0; d < cfg.ndepths; d++)
                 for (int i = 0; i < NCONTENDERS; i++) {

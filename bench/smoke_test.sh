@@ -18,7 +18,8 @@ grep -q '^| metric | unit | branchless | branchy | andor | wide | branchless_twi
 grep -q '^| target | measured (medians) | held in (range) | A/A band | |$' "$out" \
     || fail "no targets table with the A/A band"
 for row in 'insert cost, depth 1000, 1 producer' 'insert throughput, depth 10000, 2 producers' \
-           'e2e throughput' 'post-to-delivery p99' 'remove by criteria' 'cancel by token' \
+           'e2e throughput' 'post-to-delivery p99, paced' 'post-to-delivery p99, steady' \
+           'remove by criteria' 'cancel by token' \
            'heap hold'; do
     grep -q "^| $row" "$out" || fail "no row '$row'"
 done

@@ -23,8 +23,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <deliqueue/deliqueue.h>
 #include <deliqueue/heap.h>
 #include <deliqueue/msg.h>
+#include <deliqueue_arch/cpu.h>
+
+#include "bench/contender.h"
 
 /* bench_node.state */
 #define BENCH_NODE_PENDING   0u
@@ -105,6 +109,28 @@ static inline int bench_node_cancel(bench_node *n)
                memory_order_relaxed)
                ? 0
                : -ENOENT;
+}
+
+/* Consumer, before it sleeps: poll news(arg) for as long as deliqueue's
+   looper does by default (DQ_IDLE_SPIN_DEFAULT_NS, looper_sleep), never
+   past deadline; true as soon as it holds.  Every consumer that can poll
+   a word without its lock polls the same span the same way (a pause, the
+   clock every 16), so that a post arriving within it finds every design
+   awake and a latency row compares the queues, not which one sleeps
+   sooner.  The legacy queue keeps Android's blocking wait. */
+static inline bool bench_idle_poll(bool (*news)(const void *arg), const void *arg,
+                                   int64_t deadline)
+{
+    int64_t end = bench_now() + DQ_IDLE_SPIN_DEFAULT_NS;
+    if (end > deadline)
+        end = deadline;
+    for (unsigned i = 1;; i++) {
+        if (news(arg))
+            return true;
+        dq_arch_cpu_relax();
+        if (i % 16 == 0 && bench_now() >= end)
+            return false;
+    }
 }
 
 /* Owner of h: remove and free every pending node matching *match; returns

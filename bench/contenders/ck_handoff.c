@@ -61,9 +61,11 @@ static void drain(void *qv)
     handoff_absorb(&q->looper, newest_first);
 }
 
-static bool still_empty(void *stack)
+static bool still_empty(const void *stack)
 {
-    return CK_STACK_ISEMPTY((ck_stack_t *)stack);
+    /* ck_pr_load: the consumer polls this (bench_idle_poll); the plain read
+       of CK_STACK_ISEMPTY could be hoisted out of the loop */
+    return ck_pr_load_ptr(&((const ck_stack_t *)stack)->head) == NULL;
 }
 
 static void destroy(void *qv)
@@ -118,7 +120,7 @@ static size_t remove_matching(void *qv, const dq_match *m)
 
 const bench_contender bench_ck_handoff = {
     .name = "ck_handoff",
-    .design = "ck_stack push_upmc + batch_pop_upmc into the consumer's dq_heap",
+    .design = "ck_stack push_upmc + batch_pop_upmc into the consumer's dq_heap, idle poll then futex",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_LOOPER,
     .create = create,
     .destroy = destroy,

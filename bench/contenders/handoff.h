@@ -14,9 +14,11 @@
  *   consumer   handoff_absorb, handoff_take, handoff_park,  producers, cancel
  *              handoff_remove
  *
- * Parking is an eventcount on a futex: the consumer announces `parked`,
- * re-checks the stack, and sleeps on `wake_word`; the first producer that
- * takes `parked` back to 0 after its push bumps the word and wakes it.
+ * Parking is an eventcount on a futex: after polling the stack for the
+ * idle spin every consumer shares (bench_idle_poll), the consumer announces
+ * `parked`, re-checks the stack, and sleeps on `wake_word`; the first
+ * producer that takes `parked` back to 0 after its push bumps the word and
+ * wakes it.
  */
 #ifndef BENCH_CONTENDERS_HANDOFF_H
 #define BENCH_CONTENDERS_HANDOFF_H
@@ -102,11 +104,27 @@ static inline int64_t handoff_next_due(const handoff_looper *h)
     return k == NULL ? INT64_MAX : k->when;
 }
 
-/* Consumer: sleep until deadline or a producer's wake, unless
-   still_empty(stack) is false once parked is announced. */
-static inline void handoff_park(handoff_looper *h, int64_t deadline,
-                                bool (*still_empty)(void *stack), void *stack)
+typedef struct handoff_news {
+    bool (*still_empty)(const void *stack);
+    const void *stack;
+} handoff_news;
+
+static inline bool handoff_has_news(const void *arg)
 {
+    const handoff_news *n = arg;
+    return !n->still_empty(n->stack);
+}
+
+/* Consumer: sleep until deadline or a producer's wake, unless
+   still_empty(stack) turns false while it polls or once parked is
+   announced. */
+static inline void handoff_park(handoff_looper *h, int64_t deadline,
+                                bool (*still_empty)(const void *stack),
+                                const void *stack)
+{
+    if (bench_idle_poll(handoff_has_news, &(handoff_news){ still_empty, stack },
+                        deadline))
+        return;
     uint32_t word = atomic_load_explicit(&h->wake_word, memory_order_acquire);
     /* seq_cst store then the emptiness load: with the producer's locked
        push followed by its load of parked, one of the two sees the other */
@@ -163,8 +181,8 @@ static inline int handoff_try_next(handoff_looper *h, dq_msg *out,
 static inline int handoff_next_until(handoff_looper *h, dq_msg *out,
                                      int64_t deadline,
                                      void (*drain)(void *q), void *q,
-                                     bool (*still_empty)(void *stack),
-                                     void *stack)
+                                     bool (*still_empty)(const void *stack),
+                                     const void *stack)
 {
     for (;;) {
         int64_t now = bench_now();

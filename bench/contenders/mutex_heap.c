@@ -2,8 +2,9 @@
 /*
  * Contender 3: one pthread mutex around the library's dq_heap, the
  * strongest simple locked design.  O(log n) inserts under the lock; the
- * consumer sleeps on a condition variable, signalled only when a post
- * becomes the new earliest message while it waits.  cancel and remove
+ * consumer polls for the idle spin every consumer shares (bench_idle_poll),
+ * then sleeps on a condition variable, signalled only when a post becomes
+ * the new earliest message while it waits.  cancel and remove
  * take the lock (any thread).
  */
 #include <pthread.h>
@@ -18,6 +19,9 @@ typedef struct mutex_heap {
     pthread_cond_t  wake;
     dq_heap         heap;     /* under lock */
     int64_t         seq;      /* under lock */
+    /* seq, written under lock, read without it by the consumer's idle
+       poll: only a hint that something was posted (it re-takes the lock) */
+    _Atomic int64_t posted;
     int64_t         consumer_now; /* under lock: the consumer's last clock read */
     bool            waiting;  /* under lock: the consumer sleeps on wake */
 } mutex_heap;
@@ -35,6 +39,7 @@ static void *create(void)
     pthread_mutex_init(&q->lock, NULL);
     dq_heap_init(&q->heap);
     q->seq = 0;
+    atomic_init(&q->posted, 0);
     q->consumer_now = 0;
     q->waiting = false;
     return q;
@@ -62,6 +67,8 @@ static int post_at(void *qv, const dq_msg *m, int64_t when, dq_token *tok)
     err = dq_heap_push_due(&q->heap, &n->heap, bench_node_key(n, ++q->seq),
                            q->consumer_now);
     bool signal = err == 0 && q->waiting && dq_heap_peek(&q->heap) == &n->heap;
+    /* relaxed: the poller takes the lock before it reads the heap */
+    atomic_store_explicit(&q->posted, q->seq, memory_order_relaxed);
     pthread_mutex_unlock(&q->lock);
     if (err) {
         free(n);
@@ -96,9 +103,21 @@ static int try_next(void *qv, dq_msg *out)
     return r;
 }
 
+typedef struct posted_since {
+    const mutex_heap *q;
+    int64_t          seen;
+} posted_since;
+
+static bool has_news(const void *arg)
+{
+    const posted_since *p = arg;
+    return atomic_load_explicit(&p->q->posted, memory_order_relaxed) != p->seen;
+}
+
 static int next_until(void *qv, dq_msg *out, int64_t deadline)
 {
     mutex_heap *q = qv;
+    bool polled = false;  /* once before each wait, off the lock */
     pthread_mutex_lock(&q->lock);
     for (;;) {
         int64_t now = bench_now();
@@ -110,6 +129,15 @@ static int next_until(void *qv, dq_msg *out, int64_t deadline)
         }
         const dq_key *k = dq_heap_peek_key(&q->heap);
         int64_t until = k != NULL && k->when < deadline ? k->when : deadline;
+        if (!polled) {
+            posted_since since = { q, q->seq };
+            pthread_mutex_unlock(&q->lock);
+            (void)bench_idle_poll(has_news, &since, until);
+            pthread_mutex_lock(&q->lock);
+            polled = true;
+            continue;   /* take again: a post while unlocked did not signal */
+        }
+        polled = false;
         struct timespec ts = { until / 1000000000, until % 1000000000 };
         q->waiting = true;
         pthread_cond_timedwait(&q->wake, &q->lock, &ts);
@@ -147,7 +175,7 @@ static size_t remove_matching(void *qv, const dq_match *m)
 
 const bench_contender bench_mutex_heap = {
     .name = "mutex_heap",
-    .design = "pthread mutex around the shared dq_heap, condvar for the consumer",
+    .design = "pthread mutex around the shared dq_heap, idle poll then condvar for the consumer",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
     .create = create,
     .destroy = destroy,

@@ -63,9 +63,9 @@ static void drain(void *qv)
     handoff_absorb(&q->looper, newest_first);
 }
 
-static bool still_empty(void *stack)
+static bool still_empty(const void *stack)
 {
-    return cds_lfs_empty((struct __cds_lfs_stack *)stack);
+    return cds_lfs_empty((struct __cds_lfs_stack *)(uintptr_t)stack);
 }
 
 static void destroy(void *qv)
@@ -121,7 +121,7 @@ static size_t remove_matching(void *qv, const dq_match *m)
 
 const bench_contender bench_urcu_handoff = {
     .name = "urcu_handoff",
-    .design = "liburcu cds_lfs_push + __cds_lfs_pop_all into the consumer's dq_heap",
+    .design = "liburcu cds_lfs_push + __cds_lfs_pop_all into the consumer's dq_heap, idle poll then futex",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_LOOPER,
     .create = create,
     .destroy = destroy,
