@@ -31,9 +31,9 @@
  *           p50/p99/p99.9, with every contender's queue and consumer alive
  *           at once and the bursts dealt to them in turn, so that the
  *           machine's slow phases hit all of them alike; steady (1
- *           producer, a post every 1 us, blocks of 1000 dealt in turn):
- *           the same latencies with the consumer awake, where the queue's
- *           own path decides them and not the kernel's wake-up.
+ *           producer, a post every 1 us, blocks of 100 dealt in turn,
+ *           each primed): the same latencies with the consumer awake,
+ *           where the queue's own path decides them and not a wake-up.
  *   remove  remove by criteria (target + what, ~D/1024 matches) at depth D,
  *           on the consumer thread; the call alone, and with the
  *           consumer's cleanup (its next try_next) added.
@@ -77,11 +77,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <deliqueue_arch/cpu.h>
+
 #include "bench/contender.h"
 #include "bench/heap_work.h"
 #include "bench/machine.h"
 #include "bench/stats.h"
-#include <deliqueue_arch/cpu.h>
 
 #ifndef BENCH_COPTS
 #define BENCH_COPTS "(unknown)"
