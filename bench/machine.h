@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/machine.h: what the benchmark programs print about the machine
- * they ran on (the CPU model and how busy the shared machine was), and
- * the thread CPU clock they measure with.
+ * they ran on (the CPU model, how busy the shared machine was, and how
+ * often it interrupts a busy CPU), and the thread CPU clock they measure
+ * with.
  *
  * Thread contract: none; bench_thread_cpu_ns from any thread, the others
  * from the programs' main threads.
@@ -20,5 +21,21 @@ double bench_loadavg(void);
 /* The calling thread's CPU time in ns: what a measurement costs without
    the time other processes of the shared machine ran instead. */
 int64_t bench_thread_cpu_ns(void);
+
+/* How much of a busy CPU's time the machine takes for itself.  A thread
+   pinned to each online CPU (at most BENCH_PROBE_MAX_CPUS) reads the
+   monotonic clock for `seconds`; a gap of over 1 us between two reads is
+   an interruption (a timer tick, an IPI, the hypervisor running something
+   else).  A latency percentile above 100 - lost_pct times these gaps, not
+   the code under test. */
+#define BENCH_PROBE_MAX_CPUS 8
+typedef struct bench_interruptions {
+    int    cpus;        /* probed */
+    double per_second;  /* gaps per second, all probed CPUs together */
+    double lost_pct;    /* the largest share of one CPU's time in gaps */
+    double median_us;   /* the median gap, over all of them */
+} bench_interruptions;
+/* 0, or -errno (no CPU could be probed: out->cpus is 0). */
+int bench_probe_interruptions(double seconds, bench_interruptions *out);
 
 #endif /* BENCH_MACHINE_H */

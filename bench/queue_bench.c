@@ -1176,7 +1176,7 @@ static void target_line(const char *what, double measured, const char *shown,
            band, met ? "met" : "MISSED", tie ? ", a tie (inside the A/A band)" : "");
 }
 
-static void print_targets(void)
+static void print_targets(const bench_interruptions *irq)
 {
     char buf[128];
     const stats_metric *m;
@@ -1295,6 +1295,12 @@ static void print_targets(void)
         target_line(what, r, buf, r >= 1, target_by_rep(m, &branchy, 1, 1), false,
                     (target_aa){ m, branchless_twin, branchy });
     }
+    if (irq->cpus > 0 && irq->lost_pct >= 1.0)
+        printf("\nOn this machine a p99 falls among its interruptions: with every CPU "
+               "busy they took up to %.2f%% of one CPU's time (the probe at the start), "
+               "more than the 1%% above a p99, so the p99 rows time the machine rather "
+               "than the queues (the paced ones time wake-ups besides).\n",
+               irq->lost_pct);
     printf("\nSimulated mispredictions (cachegrind): see bench/run_all's table.\n");
 }
 
@@ -1465,6 +1471,15 @@ int main(int argc, char **argv)
            un.release, un.machine);
     double load_start = bench_loadavg();
     printf("- load average at start: %.2f\n", load_start);
+    bench_interruptions irq;
+    if (bench_probe_interruptions(cfg.quick ? 0.2 : 1.0, &irq) == 0)
+        printf("- interruptions: with all %d CPUs busy, %.0f gaps of over 1 us a second "
+               "(median %.1f us), up to %.2f%% of one CPU's time; a latency "
+               "percentile above p%.1f times them, not the queues\n",
+               irq.cpus, irq.per_second, irq.median_us, irq.lost_pct,
+               floor((100 - irq.lost_pct) * 10) / 10);
+    else
+        printf("- interruptions: not probed\n");
     printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
            optimized, ndebug, BENCH_COPTS);
     printf("- deliqueue atomics: %s\n", dq_atomics());
@@ -1527,7 +1542,7 @@ int main(int argc, char **argv)
     stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
     printf("\n## Consumer heap comparators\n\n");
     stats_print_table(stdout, &results, "heap", heap_cols, NHEAPCOLS);
-    print_targets();
+    print_targets(&irq);
     fflush(stdout);
 
     if (cfg.json_path) {
@@ -1538,11 +1553,15 @@ int main(int argc, char **argv)
         }
         char header[2048];
         snprintf(header, sizeof(header),
-                 "  \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s %s %s\"},\n"
+                 "  \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s %s %s\", "
+                 "\"interruptions\": {\"cpus\": %d, \"per_second\": %.1f, \"median_us\": %.2f, "
+                 "\"lost_pct\": %.3f}},\n"
                  "  \"build\": {\"compiler\": \"%s\", \"optimized\": %s, \"ndebug\": %s, \"copts\": \"%s\"},\n"
                  "  \"atomics\": \"%s\",\n"
                  "  \"run\": {\"quick\": %s, \"repetitions\": %d, \"fill\": \"%s\"}",
-                 model, ncpu, un.sysname, un.release, un.machine, __VERSION__,
+                 model, ncpu, un.sysname, un.release, un.machine, irq.cpus,
+                 irq.cpus ? irq.per_second : 0.0, irq.cpus ? irq.median_us : 0.0,
+                 irq.cpus ? irq.lost_pct : 0.0, __VERSION__,
                  optimized[0] == 'y' ? "true" : "false", ndebug[0] == 'y' ? "true" : "false",
                  BENCH_COPTS, dq_atomics(), cfg.quick ? "true" : "false", cfg.reps,
                  cfg.random_fill ? "random" : cfg.aged_fill ? "aged" : "sorted");

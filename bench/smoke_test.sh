@@ -11,6 +11,7 @@ json=${TEST_TMPDIR:-/tmp}/queue_bench.json
 fail() { echo "smoke_test: $*" >&2; cat "$out" >&2; exit 1; }
 grep -q '^- machine: ' "$out" || fail "no machine line"
 grep -q '^- build: ' "$out" || fail "no build line"
+grep -q '^- interruptions: with all [0-9]* CPUs busy, [0-9]* gaps' "$out" || fail "no interruptions probe"
 grep -q '^| metric | unit | deliqueue | legacy | mutex_heap | ck_handoff | urcu_handoff | floor | deliqueue_twin |$' "$out" \
     || fail "no queue table header (with the A/A twin)"
 grep -q '^| metric | unit | branchless | branchy | andor | wide | branchless_twin |$' "$out" \
