@@ -26,8 +26,9 @@ int64_t bench_thread_cpu_ns(void);
    pinned to each online CPU (at most BENCH_PROBE_MAX_CPUS) reads the
    monotonic clock for `seconds`; a gap of over 1 us between two reads is
    an interruption (a timer tick, an IPI, the hypervisor running something
-   else).  A latency percentile above 100 - lost_pct times these gaps, not
-   the code under test. */
+   else).  A message that meets one on its consumer's CPU waits it out, so
+   these gaps make the latency tails: when they hold about 1% of the
+   messages, a p99 lies on their edge and moves with the machine. */
 #define BENCH_PROBE_MAX_CPUS 8
 typedef struct bench_interruptions {
     int    cpus;        /* probed */

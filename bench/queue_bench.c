@@ -1176,7 +1176,7 @@ static void target_line(const char *what, double measured, const char *shown,
            band, met ? "met" : "MISSED", tie ? ", a tie (inside the A/A band)" : "");
 }
 
-static void print_targets(const bench_interruptions *irq)
+static void print_targets(void)
 {
     char buf[128];
     const stats_metric *m;
@@ -1295,12 +1295,6 @@ static void print_targets(const bench_interruptions *irq)
         target_line(what, r, buf, r >= 1, target_by_rep(m, &branchy, 1, 1), false,
                     (target_aa){ m, branchless_twin, branchy });
     }
-    if (irq->cpus > 0 && irq->lost_pct >= 1.0)
-        printf("\nOn this machine a p99 falls among its interruptions: with every CPU "
-               "busy they took up to %.2f%% of one CPU's time (the probe at the start), "
-               "more than the 1%% above a p99, so the p99 rows time the machine rather "
-               "than the queues (the paced ones time wake-ups besides).\n",
-               irq->lost_pct);
     printf("\nSimulated mispredictions (cachegrind): see bench/run_all's table.\n");
 }
 
@@ -1474,10 +1468,9 @@ int main(int argc, char **argv)
     bench_interruptions irq;
     if (bench_probe_interruptions(cfg.quick ? 0.2 : 1.0, &irq) == 0)
         printf("- interruptions: with all %d CPUs busy, %.0f gaps of over 1 us a second "
-               "(median %.1f us), up to %.2f%% of one CPU's time; a latency "
-               "percentile above p%.1f times them, not the queues\n",
-               irq.cpus, irq.per_second, irq.median_us, irq.lost_pct,
-               floor((100 - irq.lost_pct) * 10) / 10);
+               "(median %.1f us), up to %.2f%% of one CPU's time (a message that meets "
+               "one on its consumer's CPU waits it out: the latency tails)\n",
+               irq.cpus, irq.per_second, irq.median_us, irq.lost_pct);
     else
         printf("- interruptions: not probed\n");
     printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
@@ -1542,7 +1535,7 @@ int main(int argc, char **argv)
     stats_print_table(stdout, &results, "queues", cols, NCONTENDERS);
     printf("\n## Consumer heap comparators\n\n");
     stats_print_table(stdout, &results, "heap", heap_cols, NHEAPCOLS);
-    print_targets(&irq);
+    print_targets();
     fflush(stdout);
 
     if (cfg.json_path) {
