@@ -30,6 +30,8 @@
 
 #include <deliqueue/deliqueue.h>
 
+#include "bench/machine.h" /* bench_now, the contenders' clock */
+
 /* bench_contender.caps */
 #define BENCH_CONSUMES       1u  /* has a consumer side (try_next, next_until) */
 #define BENCH_REMOVE_ANY     2u  /* cancel/remove from any thread */
@@ -67,8 +69,5 @@ extern const bench_contender bench_ck_handoff;
 extern const bench_contender bench_urcu_handoff;
 extern const bench_contender bench_floor;
 extern const bench_contender bench_deliqueue_twin; /* the A/A control */
-
-/* CLOCK_MONOTONIC nanoseconds, the same clock as dq_now(). */
-int64_t bench_now(void);
 
 #endif /* BENCH_CONTENDER_H */

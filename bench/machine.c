@@ -48,6 +48,13 @@ double bench_loadavg(void)
     return l;
 }
 
+int64_t bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int64_t bench_thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -59,7 +66,6 @@ int64_t bench_thread_cpu_ns(void)
 #define PROBE_MAX_GAPS 65536
 
 typedef struct probe_cpu {
-    int      cpu;
     int64_t  ns;          /* the probe's span */
     int64_t  seconds_ns;
     int64_t  lost_ns;     /* in gaps */
@@ -67,19 +73,12 @@ typedef struct probe_cpu {
     int64_t *gaps;
 } probe_cpu;
 
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void *probe_cpu_main(void *arg)
 {
     probe_cpu *p = arg;
-    int64_t t0 = monotonic_ns(), prev = t0, end = t0 + p->seconds_ns;
+    int64_t t0 = bench_now(), prev = t0, end = t0 + p->seconds_ns;
     for (;;) {
-        int64_t t = monotonic_ns();
+        int64_t t = bench_now();
         if (t - prev > PROBE_GAP_NS) {
             if (p->ngaps < PROBE_MAX_GAPS)
                 p->gaps[p->ngaps] = t - prev;
@@ -111,7 +110,7 @@ int bench_probe_interruptions(double seconds, bench_interruptions *out)
     bool started[BENCH_PROBE_MAX_CPUS] = { false };
     int err = 0;
     for (int i = 0; i < ncpus; i++) {
-        p[i] = (probe_cpu){ .cpu = i, .seconds_ns = (int64_t)(seconds * 1e9) };
+        p[i] = (probe_cpu){ .seconds_ns = (int64_t)(seconds * 1e9) };
         p[i].gaps = malloc(PROBE_MAX_GAPS * sizeof(int64_t));
         if (p[i].gaps == NULL) {
             err = -ENOMEM;

@@ -5,8 +5,8 @@
  * often it interrupts a busy CPU), and the thread CPU clock they measure
  * with.
  *
- * Thread contract: none; bench_thread_cpu_ns from any thread, the others
- * from the programs' main threads.
+ * Thread contract: none; bench_now and bench_thread_cpu_ns from any
+ * thread, the others from the programs' main threads.
  */
 #ifndef BENCH_MACHINE_H
 #define BENCH_MACHINE_H
@@ -18,6 +18,8 @@
 void bench_cpu_model(char *buf, size_t n);
 /* The 1-minute load average, NaN if unknown. */
 double bench_loadavg(void);
+/* CLOCK_MONOTONIC nanoseconds, the same clock as dq_now(). */
+int64_t bench_now(void);
 /* The calling thread's CPU time in ns: what a measurement costs without
    the time other processes of the shared machine ran instead. */
 int64_t bench_thread_cpu_ns(void);

@@ -126,13 +126,6 @@ typedef struct config {
 
 static stats results;
 
-int64_t bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void die(const char *what, const bench_contender *c, int err)
 {
     fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what,
@@ -616,6 +609,19 @@ typedef struct e2e_run {
     int             err;
 } e2e_run;
 
+/* The latency runs' posts carry the start of their own post in arg1:arg2
+   (the low and high halves), which their consumer subtracts. */
+static void set_post_start(dq_msg *m, int64_t t)
+{
+    m->arg1 = (int32_t)(uint32_t)t;
+    m->arg2 = (int32_t)(uint32_t)((uint64_t)t >> 32);
+}
+
+static int64_t post_start_of(const dq_msg *m)
+{
+    return (int64_t)((uint64_t)(uint32_t)m->arg2 << 32 | (uint32_t)m->arg1);
+}
+
 #define PACED_BURST 4           /* posts per burst of the paced producers */
 #define STEADY_GAP_NS 1000      /* between steady posts: under every idle spin */
 #define STEADY_BLOCK 100        /* steady posts to one contender in a row */
@@ -654,9 +660,7 @@ static void *e2e_consumer_main(void *arg)
             /* arg1:arg2 is the start of this message's own post, when the
                start of its burst's first (paced_producer_main; a steady
                post is its own burst) */
-            int64_t posted = (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 |
-                                       (uint32_t)out.arg1);
-            run->latency[run->delivered] = now - posted;
+            run->latency[run->delivered] = now - post_start_of(&out);
             if (run->burst_latency)
                 run->burst_latency[run->delivered] = now - out.when;
         } else {
@@ -842,8 +846,7 @@ static void *paced_producer_main(void *arg)
         int64_t burst_start = bench_now();
         for (int i = 0; i < PACED_BURST; i++) {
             int64_t t = i == 0 ? burst_start : bench_now();
-            m.arg1 = (int32_t)(uint32_t)t;
-            m.arg2 = (int32_t)(uint32_t)((uint64_t)t >> 32);
+            set_post_start(&m, t);
             int err = run->c->post_at(run->q, &m, burst_start, NULL);
             if (err) {
                 p->err = err;
@@ -892,8 +895,7 @@ static void *steady_producer_main(void *arg)
         }
         for (int i = 0; err == 0 && i < STEADY_BLOCK; i++) {
             t = bench_now();
-            m.arg1 = (int32_t)(uint32_t)t;
-            m.arg2 = (int32_t)(uint32_t)((uint64_t)t >> 32);
+            set_post_start(&m, t);
             err = run->c->post_at(run->q, &m, t, NULL);
             while (bench_now() - t < STEADY_GAP_NS)
                 dq_arch_cpu_relax();

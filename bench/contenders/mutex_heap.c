@@ -18,10 +18,10 @@ typedef struct mutex_heap {
     pthread_mutex_t lock;
     pthread_cond_t  wake;
     dq_heap         heap;     /* under lock */
-    int64_t         seq;      /* under lock */
-    /* seq, written under lock, read without it by the consumer's idle
-       poll: only a hint that something was posted (it re-takes the lock) */
-    _Atomic int64_t posted;
+    /* the last insertion sequence: written under lock; read without it
+       by the consumer's idle poll, as a hint that something was posted
+       (it re-takes the lock before it looks) */
+    _Atomic int64_t seq;
     int64_t         consumer_now; /* under lock: the consumer's last clock read */
     bool            waiting;  /* under lock: the consumer sleeps on wake */
 } mutex_heap;
@@ -38,8 +38,7 @@ static void *create(void)
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&q->lock, NULL);
     dq_heap_init(&q->heap);
-    q->seq = 0;
-    atomic_init(&q->posted, 0);
+    atomic_init(&q->seq, 0);
     q->consumer_now = 0;
     q->waiting = false;
     return q;
@@ -64,11 +63,14 @@ static int post_at(void *qv, const dq_msg *m, int64_t when, dq_token *tok)
     pthread_mutex_lock(&q->lock);
     /* the consumer's last look at the clock: what was due by then takes
        the heap's due run (a stale time only misses the fast path) */
-    err = dq_heap_push_due(&q->heap, &n->heap, bench_node_key(n, ++q->seq),
+    int64_t seq = atomic_load_explicit(&q->seq, memory_order_relaxed) + 1;
+    err = dq_heap_push_due(&q->heap, &n->heap, bench_node_key(n, seq),
                            q->consumer_now);
     bool signal = err == 0 && q->waiting && dq_heap_peek(&q->heap) == &n->heap;
-    /* relaxed: the poller takes the lock before it reads the heap */
-    atomic_store_explicit(&q->posted, q->seq, memory_order_relaxed);
+    /* relaxed: the lock orders the writers, and the poller takes the lock
+       before it reads the heap; stored last, so that the poller does not
+       meet the lock still held by this push */
+    atomic_store_explicit(&q->seq, seq, memory_order_relaxed);
     pthread_mutex_unlock(&q->lock);
     if (err) {
         free(n);
@@ -111,7 +113,7 @@ typedef struct posted_since {
 static bool has_news(const void *arg)
 {
     const posted_since *p = arg;
-    return atomic_load_explicit(&p->q->posted, memory_order_relaxed) != p->seen;
+    return atomic_load_explicit(&p->q->seq, memory_order_relaxed) != p->seen;
 }
 
 static int next_until(void *qv, dq_msg *out, int64_t deadline)
@@ -130,7 +132,8 @@ static int next_until(void *qv, dq_msg *out, int64_t deadline)
         const dq_key *k = dq_heap_peek_key(&q->heap);
         int64_t until = k != NULL && k->when < deadline ? k->when : deadline;
         if (!polled) {
-            posted_since since = { q, q->seq };
+            posted_since since = {
+                q, atomic_load_explicit(&q->seq, memory_order_relaxed) };
             pthread_mutex_unlock(&q->lock);
             (void)bench_idle_poll(has_news, &since, until);
             pthread_mutex_lock(&q->lock);
