@@ -39,8 +39,10 @@ struct dq_legacy {
     legacy_node *head, *tail;
     size_t pending;             /* messages, barriers not counted */
     dq_options opts;
-    bool quitting;              /* any quit */
+    bool quitting;              /* any quit: posts and idle-handler adds refused */
     bool quit_now;              /* dq_legacy_quit (after quit_safely too) */
+    bool closed;                /* quit_now, or the quit_safely drain has
+                                   ended: nothing is left to remove */
     bool consumer_set;
     bool consumer_waiting;
     pthread_t consumer;
@@ -134,6 +136,7 @@ void dq_legacy_destroy(dq_legacy *q)
         return;
     pthread_mutex_lock(&q->mu);
     q->quitting = true;
+    q->closed = true;
     legacy_node *chain = legacy_detach_suffix(q, NULL, q->head);
     pthread_mutex_unlock(&q->mu);
     legacy_discard_chain(q, chain);
@@ -263,9 +266,9 @@ int dq_legacy_cancel(dq_legacy *q, dq_token tok)
     if (q == NULL || tok == 0)
         return -EINVAL;
     pthread_mutex_lock(&q->mu);
-    if (q->quitting) {          /* checked before the kind of token */
+    if (q->closed) {            /* every message and barrier is gone */
         pthread_mutex_unlock(&q->mu);
-        return -ESHUTDOWN;
+        return -ENOENT;
     }
     legacy_node *prev, *n = legacy_find_token(q, tok, &prev);
     if (n != NULL && legacy_token_is_barrier(tok)) {
@@ -288,9 +291,9 @@ int dq_legacy_remove_sync_barrier(dq_legacy *q, dq_token tok)
     if (q == NULL || tok == 0)
         return -EINVAL;
     pthread_mutex_lock(&q->mu);
-    if (q->quitting) {          /* as dq_cancel: the queue is going away */
+    if (q->closed) {            /* as dq_cancel */
         pthread_mutex_unlock(&q->mu);
-        return -ESHUTDOWN;
+        return -ENOENT;
     }
     if (!legacy_token_is_barrier(tok)) {
         pthread_mutex_unlock(&q->mu);
@@ -316,7 +319,7 @@ size_t dq_legacy_remove(dq_legacy *q, const dq_match *m)
     legacy_node *removed = NULL, **removed_tail = &removed;
     size_t count = 0;
     pthread_mutex_lock(&q->mu);
-    if (!q->quitting) {
+    if (!q->closed) {
         legacy_node *prev = NULL, *p = q->head;
         while (p != NULL) {
             legacy_node *next = p->next;
@@ -342,7 +345,7 @@ bool dq_legacy_has(dq_legacy *q, const dq_match *m)
         return false;
     bool found = false;
     pthread_mutex_lock(&q->mu);
-    if (!q->quitting)
+    if (!q->closed)
         for (legacy_node *p = q->head; p != NULL && !found; p = p->next)
             found = p->msg.target != NULL && dq_match_msg(m, &p->msg);
     pthread_mutex_unlock(&q->mu);
@@ -468,7 +471,8 @@ static int consumer_take(dq_legacy *q, dq_msg *out, int64_t *due_out,
     }
     if (q->quitting) {
         /* quit_safely kept only due messages; whatever a barrier still holds
-           can never be delivered now: drop (and report) it. */
+           can never be delivered now: the drain ends, drop (and report) it. */
+        q->closed = true;
         *leftover = legacy_detach_suffix(q, NULL, q->head);
         return -ESHUTDOWN;
     }
@@ -571,6 +575,7 @@ void dq_legacy_quit(dq_legacy *q)
     if (!q->quit_now) {         /* quit after quit_safely drops the rest */
         q->quitting = true;
         q->quit_now = true;
+        q->closed = true;
         chain = legacy_detach_suffix(q, NULL, q->head);
         pthread_cond_broadcast(&q->cv);
     }
@@ -605,7 +610,7 @@ bool dq_legacy_is_idle(dq_legacy *q)
         return true;
     pthread_mutex_lock(&q->mu);
     legacy_node *prev, *n = consumer_candidate(q, &prev);
-    bool idle = q->quitting || n == NULL || n->when > dq_now();
+    bool idle = q->closed || n == NULL || n->when > dq_now();
     pthread_mutex_unlock(&q->mu);
     return idle;
 }
@@ -615,7 +620,7 @@ size_t dq_legacy_pending(dq_legacy *q)
     if (q == NULL)
         return 0;
     pthread_mutex_lock(&q->mu);
-    size_t n = q->quitting ? 0 : q->pending;   /* as dq_pending */
+    size_t n = q->closed ? 0 : q->pending;     /* as dq_pending */
     pthread_mutex_unlock(&q->mu);
     return n;
 }

@@ -140,17 +140,36 @@ void dq_wake_consumer(dq_queue *q)
         wake_sleeper(q, s);
 }
 
-/* Wake the consumer, which we saw asleep in word s, if it sleeps past
-   this message's due time (or the message is async and the sleeper is held
-   by a barrier).  Out of line: a post to a busy looper never comes here.
-   Returns the post's result (0), so the post ends in a tail call. */
+/* Wake the consumer, which we saw asleep in word s, if this message can
+   be deliverable before it wakes by itself: it is due before the sleeper's
+   deadline and, when a barrier holds the sync messages, it is async or
+   sorts before that barrier (due strictly earlier: a sync post with the
+   barrier's own due was pushed after it, so it sorts after it).  A front
+   post, a post at an earlier when, and a plain post whose clock was read
+   before a concurrent barrier post all sort before the barrier.  Out of
+   line: a post to a busy looper never comes here.  Returns the post's
+   result (0), so the post ends in a tail call. */
 static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
                                                    int64_t due, bool async)
 {
-    bool held = (s & DQ_HELD) != 0;
     int64_t deadline = s & ~DQ_HELD;
-    if (!(held && !async) && due < deadline)
-        wake_sleeper(q, s);
+    if (due >= deadline)
+        return 0;
+#ifdef DQ_MUTANT_BARRIER_SKIPS_WAKE
+    /* mutant: no sync post wakes a sleeper held by a barrier, although one
+       that sorts before the barrier is deliverable */
+    if ((s & DQ_HELD) && !async)
+        return 0;
+#else
+    /* relaxed: ordered after our seq_cst (acquire) load of s, which read
+       the consumer's seq_cst (release) store of s, made after it stored
+       held_due; a newer value is a later sleep's, whose re-read of top
+       after its own store sees our push (we read s before that store) */
+    if ((s & DQ_HELD) && !async &&
+        due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
+        return 0;
+#endif
+    wake_sleeper(q, s);
     return 0;
 }
 
@@ -380,15 +399,15 @@ static dq_node *token_node(dq_queue *q, dq_token tok, uint64_t *state)
    while a caller is inside a call, so the consumer needs no count to keep
    it alive and saves the two locked RMWs on the users line (a handler
    cancelling its own messages on its looper, the common case).  Its
-   answer after a quit is still -ESHUTDOWN.  *counted says which leave is
-   due (core_leave). */
+   answer once the core is going is the same as everyone's.  *counted
+   says which leave is due (core_leave). */
 static int core_enter(dq_queue *q, bool *counted)
 {
     if (dq_looper_is_self(q)) {
         *counted = false;
 #ifdef DQ_MUTANT_CONSUMER_IGNORES_QUIT
-        /* mutant: no quit check, so a cancel after a quit goes through
-           and one after the teardown answers -ENOENT */
+        /* mutant: no quit check, so a cancel after dq_quit goes through
+           and answers 0 for a message the quit has already dropped */
         return 0;
 #else
         /* relaxed: this thread set the bit itself if it tore the core
@@ -396,7 +415,7 @@ static int core_enter(dq_queue *q, bool *counted)
            cancel lands just before it, which the teardown (on this
            thread, later) then retires like any other */
         return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
-                   ? -ESHUTDOWN
+                   ? -ENOENT
                    : 0;
 #endif
     }
@@ -415,9 +434,12 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
     if (q == NULL || tok == 0)
         return -EINVAL;
     bool counted;
-    int err = core_enter(q, &counted);
-    if (err)
-        return err;
+    /* The core is going (after dq_quit, or once a quit_safely drain has
+       ended): every message is gone, dropped by the quit or the teardown,
+       which reports it; so is every barrier. */
+    if (core_enter(q, &counted) != 0)
+        return -ENOENT;
+    int err = 0;
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     uint64_t s;
     dq_node *n = token_node(q, tok, &s);
@@ -706,8 +728,10 @@ int dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
     if (q == NULL || fn == NULL)
         return -EINVAL;
     /* relaxed: advisory; a handler added while quitting is never run and
-       is freed with the handle */
-    if (atomic_load_explicit(&q->quit_mode, memory_order_relaxed) != DQ_RUNNING)
+       is freed with the handle.  The tag: dq_quit_safely raises the mode
+       only after it. */
+    if ((atomic_load_explicit(&q->top, memory_order_relaxed) & DQ_TOP_QUIT) ||
+        atomic_load_explicit(&q->quit_mode, memory_order_relaxed) != DQ_RUNNING)
         return -ESHUTDOWN;
     int err = 0;
     pthread_mutex_lock(&q->idle_lock);
@@ -748,33 +772,95 @@ int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
 
 /* ---- quitting ----------------------------------------------------------- */
 
-static void quit(dq_queue *q, int mode)
+/* Raise q's quit mode to at least mode.  seq_cst (a release at least):
+   publishes quit_time with the mode to the consumer's acquire load; and,
+   for quit_safely, the first half of a Dekker pair whose second is the
+   wake's load of the sleep word (looper_await_quit_mode). */
+static void raise_quit_mode(dq_queue *q, int mode)
+{
+    int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
+    while (old < mode &&
+           !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,
+                                                  memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        ;
+}
+
+/* Set the quit tag: after this no push can succeed (its CAS sees the tag),
+   so a post is accepted iff its CAS came first.  seq_cst: the Dekker pair
+   with the sleeping consumer (its re-read of top after storing its sleep
+   word; our load of the word in dq_wake_consumer). */
+static void tag_top(dq_queue *q)
+{
+    atomic_fetch_or_explicit(&q->top, DQ_TOP_QUIT, memory_order_seq_cst);
+}
+
+/* dq_quit: the mode before the tag, so a consumer that sees the tag sees
+   DQ_QUIT_NOW; then removers and walkers are shut out (the core is going:
+   every message is dropped by the teardown). */
+void dq_quit(dq_queue *q)
 {
     if (q == NULL)
         return;
-    if (mode == DQ_QUIT_SAFELY) {
-        int64_t unset = -1;
-        /* relaxed: quit_time is published by the quit_mode release below */
-        atomic_compare_exchange_strong_explicit(&q->quit_time, &unset, dq_now(),
-                                                memory_order_relaxed,
-                                                memory_order_relaxed);
-    }
-    int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
-    /* release: publishes quit_time; the mode is set before the top tag so
-       a consumer that sees the tag (acquire) sees the mode */
-    while (old < mode &&
-           !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,
-                                                  memory_order_release,
-                                                  memory_order_relaxed))
-        ;
-    /* after this no push can succeed (its CAS sees the tag); seq_cst for
-       the Dekker pair with the sleeping consumer (dq_wake_consumer) */
-    atomic_fetch_or_explicit(&q->top, DQ_TOP_QUIT, memory_order_seq_cst);
-    /* acq_rel: new removers and walkers now back off */
+    raise_quit_mode(q, DQ_QUIT_NOW);
+    tag_top(q);
+    /* acq_rel: new removers and walkers back off from here on */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     dq_wake_consumer(q);
 }
 
-void dq_quit(dq_queue *q) { quit(q, DQ_QUIT_NOW); }
+/* quit_safely's trim: claim and report every pending message due after
+   cut, as dq_remove does.  After the tag the stack is frozen, so this one
+   walk meets every accepted message still pending.  Skipped if dq_quit got
+   there first: then the teardown drops everything. */
+static void quit_safely_trim(dq_queue *q, int64_t cut)
+{
+    if (dq_users_enter(q) != 0)
+        return;
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    match_walk w = { .q = q, .remove = true };
+    uint64_t e = walk_begin(core);
+    for (dq_node *n = walk_first(q); n != NULL; n = walk_next(n)) {
+        uint64_t s;
+        if (pending_message(n, &s) && n->due > cut)
+            (void)match_walk_take(&w, n, s);
+    }
+    walk_end(core, e);
+    if (w.first != NULL)
+        push_removals(core, w.first, w.last);
+    dq_users_leave(q);
+}
 
-void dq_quit_safely(dq_queue *q) { quit(q, DQ_QUIT_SAFELY); }
+/* dq_quit_safely: the tag, then the cut-off time, then the trim, then the
+   mode.  Every accepted post read its clock before its push, which came
+   before the tag, which comes before our clock read: so every message
+   accepted due by "now" is due by the cut-off and is delivered, never
+   trimmed.  A consumer that sees the tag waits for the mode
+   (looper_await_quit_mode), so it does not deliver what the trim is about
+   to drop (a delivery whose step began before the tag may still land
+   first; the trim's claim then fails, and that message is delivered
+   once).  Removers keep
+   working through the drain: only the teardown that ends it shuts them
+   out. */
+void dq_quit_safely(dq_queue *q)
+{
+    if (q == NULL)
+        return;
+    tag_top(q);
+    int64_t cut = -1;
+    /* relaxed: published by the mode's seq_cst CAS below.  The first
+       quit_safely's time stands; a racing one trims with it too. */
+    if (atomic_compare_exchange_strong_explicit(&q->quit_time, &cut, dq_now(),
+                                                memory_order_relaxed,
+                                                memory_order_relaxed))
+        cut = atomic_load_explicit(&q->quit_time, memory_order_relaxed);
+    quit_safely_trim(q, cut);
+    raise_quit_mode(q, DQ_QUIT_SAFELY);
+#ifdef DQ_MUTANT_DRAIN_REFUSES_REMOVAL
+    /* mutant: removers shut out at once, as if the drain had ended */
+    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
+#endif
+    dq_wake_consumer(q);
+}
+
+

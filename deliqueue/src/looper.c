@@ -30,10 +30,18 @@
 
 /* ---- consumer identity ------------------------------------------------- */
 
-static uintptr_t self_id(void)
+/* The calling thread's identity: never 0, and never given to another
+   thread, not even once this one has exited (an address of a thread-local
+   would be: a new thread usually gets the dead one's TLS block).  Taken
+   from a process-wide counter on the thread's first consumer call;
+   relaxed: only uniqueness matters, which the RMW gives. */
+static uint64_t looper_thread_id(void)
 {
-    static _Thread_local char me;
-    return (uintptr_t)&me;
+    static _Atomic uint64_t last_id;
+    static _Thread_local uint64_t me;
+    if (__builtin_expect(me == 0, 0))
+        me = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    return me;
 }
 
 bool dq_looper_is_self(dq_queue *q)
@@ -43,15 +51,15 @@ bool dq_looper_is_self(dq_queue *q)
 #endif
     /* relaxed: compared with our own id only, which no other thread
        stores; a stale value is never our id unless we stored it */
-    return atomic_load_explicit(&q->consumer, memory_order_relaxed) == self_id();
+    return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
 }
 
 static int looper_claim(dq_queue *q)
 {
-    uintptr_t me = self_id();
+    uint64_t me = looper_thread_id();
     /* relaxed: the id is only compared; the consumer's state is handed on
        by whatever ordered the thread's access to q */
-    uintptr_t cur = atomic_load_explicit(&q->consumer, memory_order_relaxed);
+    uint64_t cur = atomic_load_explicit(&q->consumer, memory_order_relaxed);
     if (cur == me)
         return 0;
     if (cur == 0 &&
@@ -333,13 +341,16 @@ static dq_node *heap_min(dq_heap *h)
 }
 
 /* The earliest deliverable node if it is due; else NULL with the time it
-   will be due (INT64_MAX if none) and whether a barrier holds sync ones. */
+   will be due (INT64_MAX if none), whether a barrier holds sync ones and,
+   if so, that barrier's due. */
 static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
-                            bool *held)
+                            bool *held, int64_t *held_due)
 {
     dq_node *s = heap_min(&core->sync_heap);
     dq_node *a = heap_min(&core->async_heap);
     *held = s != NULL && node_is_barrier(s);
+    if (*held)
+        *held_due = s->due;
     dq_node *next;
     if (*held || s == NULL)
         next = a;
@@ -387,44 +398,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
 
 /* ---- quitting ----------------------------------------------------------- */
 
-/* quit_safely: drop what is due after the quit time.  The stack is frozen
-   (the quit tag is set), so this happens once, after a full sweep. */
-static void looper_trim_future(dq_queue *q, dq_core *core)
-{
-    /* acquire: pairs with quit()'s release of the mode */
-    int64_t cut = atomic_load_explicit(&q->quit_time, memory_order_relaxed);
-    dq_node *doomed = NULL;
-    dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
-    for (int h = 0; h < 2; h++) {
-        dq_heap_iter it = dq_heap_iter_start(heaps[h]);
-        for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) {
-            dq_node *n = dq_node_of_heap(e);
-            if (n->due > cut) {
-                n->limbo_next = doomed;
-                doomed = n;
-            }
-        }
-    }
-    while (doomed != NULL) {
-        dq_node *n = doomed;
-        doomed = n->limbo_next;
-        uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
-        /* acquire: a remover may race us until the user count drains; as
-           in claim_token, the winner reports */
-        bool won = dq_state_life(s) == DQ_PENDING &&
-                   atomic_compare_exchange_strong_explicit(
-                       &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
-                       memory_order_acquire, memory_order_relaxed);
-        looper_heap_remove(core, n);
-        looper_unlink(q, core, n);
-        if (won) {
-            if (!dq_node_is_barrier(s))
-                dq_report_discard(q, n);
-            looper_retire(core, n);
-        }
-    }
-}
-
 #define DQ_LOOPER_TORN 4u /* teardown met it in the stack */
 
 /* Teardown: no walker is left, so straight back to the pool. */
@@ -461,7 +434,7 @@ void dq_looper_teardown(dq_queue *q)
         n->looper_flags |= DQ_LOOPER_TORN;
     }
     /* claimed nodes no longer in the stack: unlinked by a failed delivery
-       or trim, or never pushed */
+       or never pushed */
     dq_node *lists[2] = { removed, core->unswept };
     for (int l = 0; l < 2; l++) {
         for (dq_node *n = lists[l]; n != NULL;) {
@@ -523,7 +496,8 @@ static inline bool looper_has_news(dq_queue *q, dq_core *core, memory_order mo)
            atomic_load_explicit(&core->removals, mo) != NULL;
 }
 
-static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held)
+static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held,
+                         int64_t held_due)
 {
     /* Poll a little before parking: a post that lands within the spin
        costs neither its producer the wake syscall nor the message the
@@ -544,6 +518,11 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     uint32_t seen = dq_event_read(&q->wake);
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
     assert(dq_sleep_word_asleep(word)); /* deadline > now >= 0 */
+    /* relaxed: published by the seq_cst (release) store of the word below;
+       a producer reads it only after an acquire load that returned a word
+       with DQ_HELD, so it sees this value or a later sleep's */
+    if (held)
+        atomic_store_explicit(&q->held_due, held_due, memory_order_relaxed);
     /* seq_cst store then seq_cst loads: our half of the Dekker pairs with
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */
@@ -553,6 +532,32 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     /* relaxed: a producer that still reads the old word only wakes us
        needlessly; we re-check everything before the next sleep */
     atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
+}
+
+/* The quit tag is set but no mode is published yet: a quit_safely reads
+   its cut-off time after it sets the tag, so that every post accepted
+   before the tag is due by then, and raises the mode only after.  Sleep
+   until it does (the quitting thread wakes us after raising it), instead
+   of spinning on another thread's progress.  Returns the mode. */
+static int looper_await_quit_mode(dq_queue *q)
+{
+    for (;;) {
+        /* acquire: pairs with raise_quit_mode's CAS (any.c), which
+           publishes quit_time */
+        int mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
+        if (mode != DQ_RUNNING)
+            return mode;
+        uint32_t seen = dq_event_read(&q->wake);
+        /* seq_cst store, then seq_cst load of the mode: a Dekker pair with
+           dq_quit_safely's seq_cst mode CAS followed by its seq_cst load of the
+           sleep word (dq_wake_consumer), so either it sees us asleep and
+           wakes us, or we see the mode */
+        atomic_store_explicit(&q->sleep, INT64_MAX & ~DQ_HELD, memory_order_seq_cst);
+        if (atomic_load_explicit(&q->quit_mode, memory_order_seq_cst) == DQ_RUNNING)
+            dq_event_wait(&q->wake, seen, INT64_MAX);
+        /* relaxed: as after looper_sleep's wait */
+        atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
+    }
 }
 
 /* ---- the consumer entry points ------------------------------------------ */
@@ -575,10 +580,11 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
            can succeed, so the collect below then sweeps every accepted
            message.  (Checked after the collect, a push between the sweep
            and the check would be missed and dropped by the teardown.)
-           acquire: the tag was set after the mode (quit()). */
+           The mode: dq_quit raises it before the tag, dq_quit_safely
+           after (looper_await_quit_mode). */
         int mode = DQ_RUNNING;
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
-            mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
+            mode = looper_await_quit_mode(q);
         /* one clock read per step, before the sweep: what was due by
            then is due at the pick below too */
         int64_t now = dq_now();
@@ -591,13 +597,9 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             dq_looper_teardown(q);
             return -ESHUTDOWN;
         }
-        if (mode == DQ_QUIT_SAFELY && !core->quit_safely_trimmed) {
-            looper_trim_future(q, core);
-            core->quit_safely_trimmed = true;
-        }
-        int64_t deadline;
+        int64_t deadline, held_due = 0;
         bool held;
-        dq_node *n = looper_pick(core, now, &deadline, &held);
+        dq_node *n = looper_pick(core, now, &deadline, &held, &held_due);
         if (n != NULL) {
             if (looper_take(q, core, n, out))
                 return 0;
@@ -605,7 +607,9 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         }
         looper_reclaim(core, true); /* about to idle: end a grace period */
         if (mode == DQ_QUIT_SAFELY) {
-            /* everything due is delivered; what a barrier holds is dropped */
+            /* The drain ends: everything deliverable is delivered (what
+               dq_quit_safely's trim left is due by its cut-off, which is
+               before now); what a barrier still holds is dropped. */
             dq_looper_teardown(q);
             return -ESHUTDOWN;
         }
@@ -618,7 +622,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             return -EAGAIN;
         if (now >= until)
             return -ETIMEDOUT;
-        looper_sleep(q, core, deadline < until ? deadline : until, held);
+        looper_sleep(q, core, deadline < until ? deadline : until, held, held_due);
     }
 }
 

@@ -45,9 +45,11 @@ static inline dq_node *dq_top_node(uintptr_t top)
 #define DQ_USERS_QUIT (UINT64_C(1) << 63)
 
 /* q->sleep: DQ_AWAKE, or the consumer's wake-up deadline with the low bit
-   set while sync messages are held by a barrier.  A deadline is always
-   later than some dq_now() >= 0, so every word but DQ_AWAKE is >= 0 and a
-   post tests the sign (a test, no 64-bit constant to load and compare). */
+   set while sync messages are held by a barrier (then q->held_due is that
+   barrier's due: a sync post due strictly earlier sorts before it and is
+   deliverable).  A deadline is always later than some dq_now() >= 0, so
+   every word but DQ_AWAKE is >= 0 and a post tests the sign (a test, no
+   64-bit constant to load and compare). */
 #define DQ_AWAKE   INT64_MIN
 #define DQ_HELD    INT64_C(1)
 _Static_assert(DQ_AWAKE < 0, "the sleep word's sign tells awake");
@@ -82,7 +84,6 @@ typedef struct dq_core {
     uint32_t limbo_count;
     dq_node *unswept;                         /* claimed before we met them */
     dq_pool_batch recycled;
-    bool     quit_safely_trimmed;
 } dq_core;
 
 struct dq_queue {
@@ -90,13 +91,17 @@ struct dq_queue {
     alignas(DQ_CACHE_LINE) _Atomic uintptr_t top;
     /* consumer writes when it sleeps and wakes; producers read */
     alignas(DQ_CACHE_LINE) _Atomic int64_t sleep;
+    /* consumer writes before each sleep-word store that sets DQ_HELD; read
+       only by a sync post that finds the consumer asleep and held */
+    _Atomic int64_t held_due;
     dq_event wake;
 
     alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
     _Atomic uint64_t refs;
     _Atomic int      quit_mode;
-    _Atomic int64_t  quit_time;      /* dq_now() at the first quit_safely */
-    _Atomic uintptr_t consumer;      /* thread id of the looper, 0 = none */
+    _Atomic int64_t  quit_time;      /* quit_safely's cut: dq_now() read after the
+                                        quit tag, -1 until then */
+    _Atomic uint64_t consumer;       /* looper_thread_id() of the looper, 0 = none */
     _Atomic(dq_core *) core;         /* NULL after teardown */
     dq_options opts;
 
@@ -107,7 +112,9 @@ struct dq_queue {
 
 /* -- shared helpers (any.c) -- */
 
-/* Enter as a remover/walker: 0, or -ESHUTDOWN once quitting. */
+/* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:
+   after dq_quit, or once a quit_safely drain has ended (the teardown sets
+   the bit; a drain in progress still lets removers in). */
 int  dq_users_enter(dq_queue *q);
 void dq_users_leave(dq_queue *q);
 /* Wake the consumer if it sleeps (quit, barrier removal). */

@@ -272,6 +272,31 @@ Test(api, second_consumer_thread_gets_eperm)
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
 }
 
+static void *consume_once(void *arg)
+{
+    dq_msg out;
+    return (void *)(intptr_t)dq_try_next(arg, &out);
+}
+
+/* The consumer is one thread for the queue's life: once it has exited, a
+   later thread (which may well get the dead one's thread-local storage and
+   stack) is still not the consumer. */
+Test(api, consumer_identity_is_not_inherited_by_later_threads)
+{
+    pthread_t t;
+    void *ret;
+    cr_assert_eq(pthread_create(&t, NULL, consume_once, q), 0);
+    pthread_join(t, &ret);
+    cr_assert_eq((intptr_t)ret, -EAGAIN, "the first thread becomes the consumer");
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(pthread_create(&t, NULL, consume_once, q), 0);
+        pthread_join(t, &ret);
+        cr_assert_eq((intptr_t)ret, -EPERM, "thread %d after the consumer exited", i);
+    }
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), -EPERM);
+}
+
 Test(api, next_until_times_out)
 {
     dq_test_clock_real();

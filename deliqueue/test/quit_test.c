@@ -56,9 +56,13 @@ Test(quit, post_after_quit_is_eshutdown_and_not_accepted)
     cr_assert_eq(dq_post_at_front(q, &m, &t), -ESHUTDOWN);
     cr_assert_eq(dq_post_sync_barrier(q, &t), -ESHUTDOWN);
     cr_assert_eq(t, 5);
-    cr_assert_eq(dq_cancel(q, 1), -ESHUTDOWN);
+    cr_assert_eq(dq_cancel(q, 1), -ENOENT, "gone, not refused");
+    cr_assert_eq(dq_remove_sync_barrier(q, 1), -ENOENT);
     dq_match match = { .target = &target_a };
     cr_assert_eq(dq_remove(q, &match), 0);
+    cr_assert_eq(dq_has(q, &match), false);
+    cr_assert_eq(dq_pending(q), 0);
+    cr_assert_eq(dq_is_idle(q), true);
     cr_assert_eq(dq_add_idle_handler(q, (bool (*)(void *))1, NULL), -ESHUTDOWN);
     dq_quit(q); /* idempotent */
     dq_quit_safely(q);
@@ -161,7 +165,7 @@ static void *cancel_all(void *arg)
         ;
     for (int i = 0; i < c->count; i++) {
         int err = dq_cancel(c->q, c->tokens[i]);
-        cr_assert(err == 0 || err == -ENOENT || err == -ESHUTDOWN, "cancel: %d", err);
+        cr_assert(err == 0 || err == -ENOENT, "cancel: %d", err);
     }
     dq_unref(c->q);
     return NULL;
@@ -223,8 +227,8 @@ Test(quit, teardown_waits_for_racing_cancellers)
 
 /* The consumer's own cancels take no user count (core_enter in any.c):
    they must still discard exactly once, and after the teardown, which
-   only the consumer itself runs, they must answer -ESHUTDOWN without
-   touching the freed core. */
+   only the consumer itself runs, they must answer -ENOENT (the message is
+   gone) without touching the freed core. */
 Test(quit, consumer_cancels_its_own_messages_before_and_after_teardown)
 {
     dq_msg out;
@@ -240,11 +244,11 @@ Test(quit, consumer_cancels_its_own_messages_before_and_after_teardown)
     cr_assert_eq(dq_cancel(q, t[0]), 0, "a swept message");
     cr_assert_eq(atomic_load(&rec.discards), 2);
     dq_quit(q);
-    cr_assert_eq(dq_cancel(q, t[2]), -ESHUTDOWN, "quit, not yet torn down");
+    cr_assert_eq(dq_cancel(q, t[2]), -ENOENT, "quit, not yet torn down");
     cr_assert_eq(dq_next(q, &out), -ESHUTDOWN); /* the teardown */
     cr_assert_eq(atomic_load(&rec.discards), 3, "t[2] by the teardown");
-    cr_assert_eq(dq_cancel(q, t[2]), -ESHUTDOWN, "after the teardown");
-    cr_assert_eq(dq_cancel(q, t[0]), -ESHUTDOWN);
+    cr_assert_eq(dq_cancel(q, t[2]), -ENOENT, "after the teardown");
+    cr_assert_eq(dq_cancel(q, t[0]), -ENOENT);
 }
 
 struct quitter { dq_queue *q; _Atomic int *go; };
@@ -260,7 +264,7 @@ static void *quit_when_told(void *arg)
 
 /* Another thread's quit racing the consumer's cancels: every message is
    discarded exactly once, by the cancel or by the teardown, and every
-   cancel answers 0 or -ESHUTDOWN (TSan runs this too). */
+   cancel answers 0 or -ENOENT (TSan runs this too). */
 Test(quit, consumer_cancels_racing_a_quit_account_exactly)
 {
     enum { N = 400 };
@@ -281,13 +285,250 @@ Test(quit, consumer_cancels_racing_a_quit_account_exactly)
         int cancelled = 0;
         for (int i = 0; i < N; i++) {
             int err = dq_cancel(r, tok[i]);
-            cr_assert(err == 0 || err == -ESHUTDOWN, "cancel %d: %d", i, err);
+            cr_assert(err == 0 || err == -ENOENT, "cancel %d: %d", i, err);
             cancelled += err == 0;
         }
         pthread_join(th, NULL);
         cr_assert_eq(dq_next(r, &out), -ESHUTDOWN);
         cr_assert_eq(atomic_load(&rec.discards), N, "round %d: %d cancelled", round,
                      cancelled);
+        dq_unref(r);
+    }
+}
+
+/* ---- the quit_safely drain ---------------------------------------------- */
+
+/* Until the drain ends, removal works on what remains, exactly as before
+   the quit; only posting is refused.  Manual clock, one thread. */
+Test(quit, removal_works_while_quit_safely_drains)
+{
+    int64_t t = dq_now();
+    dq_msg m1 = msg_what(&target_a, 1), m2 = msg_what(&target_a, 2),
+           m3 = msg_what(&target_b, 3), m4 = msg_what(&target_a, 4);
+    dq_token t1, t2, t4;
+    cr_assert_eq(dq_post_at(q, &m1, t, &t1), 0);
+    cr_assert_eq(dq_post_at(q, &m2, t, &t2), 0);
+    cr_assert_eq(dq_post_at(q, &m3, t, NULL), 0);
+    cr_assert_eq(dq_post_at(q, &m4, t + 1, &t4), 0); /* due later: trimmed */
+    dq_quit_safely(q);
+    cr_assert_eq(atomic_load(&rec.discards), 1, "the trim reports inside the call");
+    cr_assert_eq(rec.what[0], 4);
+    cr_assert_eq(dq_cancel(q, t4), -ENOENT, "trimmed: gone");
+    cr_assert_eq(dq_pending(q), 3);
+    cr_assert_eq(dq_is_idle(q), false);
+    dq_match b_only = { .target = &target_b };
+    cr_assert_eq(dq_has(q, &b_only), true);
+    cr_assert_eq(dq_remove(q, &b_only), 1);
+    cr_assert_eq(dq_has(q, &b_only), false);
+    cr_assert_eq(dq_cancel(q, t2), 0, "cancel during the drain");
+    cr_assert_eq(atomic_load(&rec.discards), 3);
+    cr_assert_eq(dq_pending(q), 1);
+    dq_msg late = msg_what(&target_a, 9);
+    cr_assert_eq(dq_post(q, &late, NULL), -ESHUTDOWN, "posting is refused");
+    cr_assert_eq(next_what(), 1, "what was neither removed nor trimmed");
+    cr_assert_eq(dq_cancel(q, t1), -ENOENT, "delivered: gone");
+    cr_assert_eq(next_what(), -1000000 - ESHUTDOWN, "the drain ends");
+    cr_assert_eq(dq_cancel(q, t1), -ENOENT, "after the drain");
+    cr_assert_eq(dq_pending(q), 0);
+    cr_assert_eq(dq_is_idle(q), true);
+    cr_assert_eq(atomic_load(&rec.discards), 3, "nothing removed was delivered");
+}
+
+/* The consumer's own thread removes during the drain: its scans of the
+   heaps and the unswept posts keep working too. */
+Test(quit, consumer_removes_its_own_messages_while_draining)
+{
+    dq_msg out;
+    cr_assert_eq(dq_try_next(q, &out), -EAGAIN); /* this thread consumes */
+    int64_t t = dq_now();
+    dq_token t2;
+    cr_assert_eq(post_at(1, t), 0);
+    dq_msg m2 = msg_what(&target_a, 2);
+    cr_assert_eq(dq_post_at(q, &m2, t, &t2), 0);
+    cr_assert_eq(post_at(3, t), 0);
+    cr_assert_eq(post_at(4, t), 0);
+    dq_quit_safely(q);
+    cr_assert_eq(next_what(), 1); /* now swept: in the heaps */
+    cr_assert_eq(dq_cancel(q, t2), 0);
+    dq_match three = { .target = &target_a, .fields = DQ_MATCH_WHAT, .what = 3 };
+    cr_assert_eq(dq_has(q, &three), true);
+    cr_assert_eq(dq_remove(q, &three), 1);
+    cr_assert_eq(next_what(), 4);
+    cr_assert_eq(next_what(), -1000000 - ESHUTDOWN);
+    cr_assert_eq(atomic_load(&rec.discards), 2);
+}
+
+/* A barrier posted before the quit can be released during the drain, and
+   what it held is then delivered, not dropped. */
+Test(quit, barrier_released_during_the_drain_lets_its_messages_through)
+{
+    dq_token b;
+    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
+    cr_assert_eq(post_at(2, dq_now()), 0); /* held */
+    dq_quit_safely(q);
+    cr_assert_eq(next_what(), 1);
+    cr_assert_eq(dq_is_idle(q), true, "held");
+    cr_assert_eq(dq_remove_sync_barrier(q, b), 0, "released during the drain");
+    cr_assert_eq(next_what(), 2);
+    cr_assert_eq(next_what(), -1000000 - ESHUTDOWN);
+    cr_assert_eq(atomic_load(&rec.discards), 0);
+    cr_assert_eq(dq_remove_sync_barrier(q, b), -ENOENT);
+}
+
+/* What a barrier still holds when the drain ends is dropped; its tokens
+   then answer -ENOENT, the barrier's too. */
+Test(quit, what_a_barrier_holds_at_the_drains_end_is_gone)
+{
+    dq_token b, held;
+    cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, &held), 0);
+    dq_quit_safely(q);
+    cr_assert_eq(next_what(), -1000000 - ESHUTDOWN);
+    cr_assert_eq(atomic_load(&rec.discards), 1);
+    cr_assert_eq(dq_cancel(q, held), -ENOENT);
+    cr_assert_eq(dq_remove_sync_barrier(q, b), -ENOENT);
+}
+
+/* A message handler removes by criteria and cancels on its own looper
+   while dq_loop drains after quit_safely (Android's removeMessages in a
+   handler during quitSafely). */
+static dq_queue *handler_q;
+static dq_token handler_cancel_tok;
+static int handler_seen[8];
+static void handler_removes_the_rest(dq_msg *m)
+{
+    handler_seen[m->what]++;
+    if (m->what == 1) {
+        dq_match five = { .target = &target_a, .fields = DQ_MATCH_WHAT, .what = 5 };
+        cr_assert_eq(dq_remove(handler_q, &five), 2);
+        cr_assert_eq(dq_cancel(handler_q, handler_cancel_tok), 0);
+    }
+}
+
+Test(quit, handler_removes_during_the_drain_of_dq_loop)
+{
+    memset(handler_seen, 0, sizeof handler_seen);
+    handler_q = q;
+    int64_t t = dq_now();
+    dq_msg m = msg_what(&target_a, 1);
+    m.callback = handler_removes_the_rest;
+    cr_assert_eq(dq_post_at(q, &m, t, NULL), 0);
+    m.what = 5;
+    cr_assert_eq(dq_post_at(q, &m, t, NULL), 0);
+    m.what = 6;
+    cr_assert_eq(dq_post_at(q, &m, t, &handler_cancel_tok), 0);
+    m.what = 5;
+    cr_assert_eq(dq_post_at(q, &m, t, NULL), 0);
+    m.what = 7;
+    cr_assert_eq(dq_post_at(q, &m, t, NULL), 0);
+    dq_quit_safely(q);
+    cr_assert_eq(dq_loop(q), 0);
+    cr_assert_eq(handler_seen[1], 1);
+    cr_assert_eq(handler_seen[5], 0, "removed during the drain, not delivered");
+    cr_assert_eq(handler_seen[6], 0, "cancelled during the drain, not delivered");
+    cr_assert_eq(handler_seen[7], 1);
+    cr_assert_eq(atomic_load(&rec.discards), 3);
+}
+
+/* Another thread removes while the consumer drains (real clock): each
+   message is delivered or discarded exactly once, and a cancel that
+   answers 0 means the message did not run. */
+struct drain_remover { dq_queue *q; dq_token *tok; int n; int cancelled; };
+static void *cancel_while_draining(void *arg)
+{
+    struct drain_remover *d = arg;
+    for (int i = d->n - 1; i >= 0; i--) {
+        int err = dq_cancel(d->q, d->tok[i]);
+        cr_assert(err == 0 || err == -ENOENT, "cancel during the drain: %d", err);
+        d->cancelled += err == 0;
+    }
+    return NULL;
+}
+
+static _Atomic int drain_delivered_what[2000];
+static void count_delivery(dq_msg *m) { atomic_fetch_add(&drain_delivered_what[m->arg1], 1); }
+
+Test(quit, cancels_racing_the_drain_account_exactly)
+{
+    enum { N = 2000 };
+    static dq_token tok[N];
+    dq_test_clock_real();
+    for (int round = 0; round < 10; round++) {
+        dq_options o = recording_options();
+        atomic_store(&rec.discards, 0);
+        dq_queue *r = dq_create(&o);
+        for (int i = 0; i < N; i++)
+            atomic_store(&drain_delivered_what[i], 0);
+        dq_msg m = msg_what(&target_a, 1);
+        m.callback = count_delivery;
+        for (int i = 0; i < N; i++) {
+            m.arg1 = i;
+            cr_assert_eq(dq_post(r, &m, &tok[i]), 0);
+        }
+        dq_quit_safely(r);
+        struct drain_remover d = { r, tok, N, 0 };
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, cancel_while_draining, &d), 0);
+        cr_assert_eq(dq_loop(r), 0);
+        pthread_join(th, NULL);
+        int delivered = 0;
+        for (int i = 0; i < N; i++)
+            delivered += atomic_load(&drain_delivered_what[i]);
+        cr_assert_eq((size_t)d.cancelled, atomic_load(&rec.discards),
+                     "every discard is a cancel's: nothing due was trimmed");
+        cr_assert_eq(delivered + d.cancelled, N, "round %d: exactly once", round);
+        dq_unref(r);
+    }
+}
+
+/* Posts racing quit_safely (real clock): every post accepted is due by
+   the quit, so it is delivered, never trimmed. */
+struct racing_poster { dq_queue *q; _Atomic int *go; int accepted; };
+static void *post_until_shut(void *arg)
+{
+    struct racing_poster *p = arg;
+    while (!atomic_load(p->go))
+        ;
+    dq_msg m = msg_what(&target_a, 1);
+    while (dq_post(p->q, &m, NULL) == 0)
+        p->accepted++;
+    return NULL;
+}
+
+Test(quit, posts_racing_quit_safely_are_delivered_not_trimmed)
+{
+    enum { POSTERS = 2 };
+    dq_test_clock_real();
+    for (int round = 0; round < 40; round++) {
+        dq_options o = recording_options();
+        atomic_store(&rec.discards, 0);
+        dq_queue *r = dq_create(&o);
+        _Atomic int go = 0;
+        struct racing_poster p[POSTERS];
+        pthread_t th[POSTERS];
+        for (int i = 0; i < POSTERS; i++) {
+            p[i] = (struct racing_poster){ r, &go, 0 };
+            cr_assert_eq(pthread_create(&th[i], NULL, post_until_shut, &p[i]), 0);
+        }
+        atomic_store(&go, 1);
+        struct timespec ts = { 0, 100000 * (round % 8) };
+        nanosleep(&ts, NULL);
+        dq_quit_safely(r);
+        int accepted = 0;
+        for (int i = 0; i < POSTERS; i++) {
+            pthread_join(th[i], NULL);
+            accepted += p[i].accepted;
+        }
+        dq_msg out;
+        int delivered = 0;
+        while (dq_next(r, &out) == 0)
+            delivered++;
+        cr_assert_eq(atomic_load(&rec.discards), 0,
+                     "round %d: a due-now post accepted before the quit was trimmed "
+                     "(%d accepted, %d delivered)", round, accepted, delivered);
+        cr_assert_eq(delivered, accepted);
         dq_unref(r);
     }
 }

@@ -34,13 +34,16 @@
  *   - idle handlers run once per consumer call (dq_legacy_try_next
  *     included) when nothing is due, before it reports -EAGAIN/-ETIMEDOUT
  *     or blocks; one returning false is removed;
- *   - dq_legacy_quit after dq_legacy_quit_safely drops what is left; once
- *     quitting, pending is 0, has is false, remove is 0, and cancel and
- *     remove_sync_barrier return -ESHUTDOWN (as deliqueue's user count
- *     makes them);
- *   - one difference of timing, not of outcome: this queue reports what a
- *     quit drops inside the quit call, deliqueue on the consumer's next
- *     call (or at the last dq_unref); the set of discards is the same;
+ *   - dq_legacy_quit_safely drops what is due later than now inside the
+ *     call; until the consumer's drain ends (nothing deliverable is left),
+ *     cancel, remove, has, remove_sync_barrier, pending and is_idle act on
+ *     what remains; dq_legacy_quit (after dq_legacy_quit_safely too) drops
+ *     what is left.  After dq_legacy_quit or the drain's end, pending is
+ *     0, has is false, remove is 0, is_idle is true, and cancel and
+ *     remove_sync_barrier return -ENOENT (everything is gone);
+ *   - one difference of timing, not of outcome: this queue reports what
+ *     dq_legacy_quit drops inside the call, deliqueue on the consumer's
+ *     next call (or at the last dq_unref); the set of discards is the same;
  *   - time comes from dq_now(), so the test clock of
  *     //deliqueue:deliqueue_testing drives this queue too.  This library
  *     does not define dq_now(): link it with //deliqueue:deliqueue or
