@@ -5,6 +5,7 @@
  *   dq_stress --duration=SECONDS --seed=N --producers=N --removers=N
  *             --cancellers=N --barriers=N [--json=PATH]
  *             [--progress-interval=SECONDS] [--scenario=NAME]
+ *             [--liveness-bound-ms=N]
  *
  * The run is a sequence of epochs.  Each epoch creates a queue, races
  * producers, removers (dq_remove/dq_has by criteria), cancellers (dq_cancel
@@ -38,6 +39,13 @@
  *   idle handlers       run on the consumer thread only; one that returned
  *                       false is never run again
  *   quit_safely         nothing due at the quit is dropped
+ *   liveness            (scenario liveness) a message that sorts before
+ *                       every standing barrier (a front post, or a post
+ *                       at a when read before the barriers were posted)
+ *                       is not left undelivered for --liveness-bound-ms
+ *                       while the consumer sits in one blocking call that
+ *                       began before the post: a sleeping consumer is
+ *                       woken for it.  Checked every 50 ms
  *   memory              resident memory after the warm-up epochs stays
  *                       within a bound for the rest of the run
  *
@@ -74,18 +82,30 @@ typedef struct config {
     const char *json_path;
     double progress_interval;
     const char *scenario;
+    int liveness_bound_ms;
 } config;
+
+/* How long a deliverable message may wait for a consumer asleep in one
+   call: a wake-up is a scheduling latency, far below this natively; under
+   sanitizers and QEMU every step is 10-50 times slower. */
+#if defined(DQ_STRESS_SANITIZED) || defined(__aarch64__)
+#define LIVENESS_BOUND_MS_DEFAULT 1000
+#else
+#define LIVENESS_BOUND_MS_DEFAULT 100
+#endif
 
 static config cfg = {
     .duration = 10, .seed = 1, .producers = 2, .removers = 1,
     .cancellers = 1, .barriers = 1, .progress_interval = 2,
-    .scenario = "mixed",
+    .scenario = "mixed", .liveness_bound_ms = LIVENESS_BOUND_MS_DEFAULT,
 };
 
 /* scenarios: what the producers post and how long an epoch lasts */
-enum scenario { SC_MIXED, SC_CHURN, SC_ORDER, SC_BARRIER };
+enum scenario { SC_MIXED, SC_CHURN, SC_ORDER, SC_BARRIER, SC_LIVENESS };
 static enum scenario scenario;
-static const char *const scenario_names[] = { "mixed", "churn", "order", "barrier" };
+static const char *const scenario_names[] = { "mixed", "churn", "order", "barrier",
+                                              "liveness" };
+#define N_SCENARIOS 5
 
 static char repro[1024];
 static const char *argv0 = "dq_stress";
@@ -425,6 +445,8 @@ static void *producer_main(void *arg)
             kind = kind & 1;
         else if (scenario == SC_CHURN && kind < 8)
             kind += 8;
+        else if (scenario == SC_LIVENESS && kind < 4)
+            kind += 8;
         dq_token tok = 0;
         int err;
         int64_t now = dq_now();
@@ -454,6 +476,13 @@ static void *producer_main(void *arg)
         m.callback = callbacks[rng_below(&w->rng, 3)];
         m.flags = rng_below(&w->rng, 4) == 0 ? DQ_ASYNC : 0;
         int64_t delay = (int64_t)rng_below(&w->rng, 5000000);
+        if (scenario == SC_LIVENESS) {
+            /* sync only (an async post would wake a consumer held by a
+               barrier and hide a missed wake), paced so the consumer
+               sleeps between posts */
+            m.flags = 0;
+            sleep_ns(20000 + rng_below(&w->rng, 200000));
+        }
         const char *what;
         switch (kind) {
         case 4: case 5: case 6:
@@ -484,12 +513,18 @@ static void *producer_main(void *arg)
                                         : dq_post_at(q, &m, 0, &tok);
             what = "dq_post_at_front";
             break;
-        default:
-            r->when_lo = now + delay;
-            atomic_store_explicit(&r->when_hi, now + delay, memory_order_relaxed);
-            err = dq_post_at(q, &m, now + delay, &tok);
+        default: {
+            /* liveness: earlier whens too, which sort before barriers
+               posted since */
+            int64_t when = scenario == SC_LIVENESS && (kind & 1)
+                               ? (now > delay ? now - delay : 1)
+                               : now + delay;
+            r->when_lo = when;
+            atomic_store_explicit(&r->when_hi, when, memory_order_relaxed);
+            err = dq_post_at(q, &m, when, &tok);
             what = "dq_post_at";
             break;
+        }
         }
         post_result(r, err, tok, what);
     }
@@ -675,6 +710,135 @@ static void *barrier_main(void *arg)
     return NULL;
 }
 
+/* ---- liveness ----------------------------------------------------------------- *
+ * Liveness barrier threads (scenario liveness) post a barrier, let the
+ * consumer go to sleep behind it, then post one probe: a sync message that
+ * sorts before every standing barrier.  The probe is deliverable at once,
+ * so the consumer must be woken for it: the barrier stays up until the
+ * probe is delivered (or 3 bounds pass), so nothing else but the probe's
+ * own post can end that sleep.  liveness_check (on the progress thread)
+ * reports a probe left undelivered for the bound while the consumer sits
+ * in one blocking call that began before the probe was posted.
+ */
+
+/* real_now() when the consumer entered its current blocking call, 0 when
+   it is not in one.  seq_cst with the probes' fields, so the checker's
+   reads make one consistent picture. */
+static _Atomic int64_t consumer_call_since;
+
+typedef struct probe {
+    _Atomic int64_t posted_at;      /* real_now() after the post; 0: none */
+    _Atomic(rec *) r;
+    const char *_Atomic way;
+} probe;
+static probe probes[MAX_SLOTS];
+static _Atomic uint64_t n_probes;   /* probes posted deliverable */
+/* per barrier thread: a dq_now() reading no later than its standing
+   barrier's due, INT64_MAX when it has none up */
+static _Atomic int64_t barrier_floor[MAX_SLOTS];
+
+static void liveness_check(int64_t now)
+{
+    int64_t bound = (int64_t)cfg.liveness_bound_ms * 1000000;
+    for (int s = cfg.producers; s < n_slots; s++) {
+        probe *p = &probes[s];
+        int64_t posted = atomic_load(&p->posted_at);
+        if (posted == 0 || now - posted <= bound)
+            continue;
+        int64_t since = atomic_load(&consumer_call_since);
+        rec *r = atomic_load(&p->r);
+        const char *way = atomic_load(&p->way);
+        uint32_t f = r != NULL ? atomic_load(&r->flags) : R_DELIVERED;
+        if ((f & (R_DELIVERED | R_DISCARDED)) || atomic_load(&p->posted_at) != posted)
+            continue;
+        if (since != 0 && since < posted && atomic_load(&consumer_call_since) == since)
+            violation("liveness: a deliverable sync message (%s, sorting before every "
+                      "standing barrier) waited %.0f ms while the consumer slept in "
+                      "one call that began before it was posted (bound %d ms)",
+                      way, (double)(now - posted) / 1e6, cfg.liveness_bound_ms);
+    }
+}
+
+/* Whether a sync message due at when sorts before every standing barrier
+   of the other liveness threads (their floors are read after when was
+   read, so a barrier they post later is due after it). */
+static bool before_other_barriers(int self, int64_t when)
+{
+    for (int s = cfg.producers; s < n_slots; s++)
+        if (s != self && atomic_load(&barrier_floor[s]) <= when)
+            return false;
+    return true;
+}
+
+static void *liveness_barrier_main(void *arg)
+{
+    worker *w = arg;
+    dq_queue *q = w->q;
+    int s = w->index;
+    uint32_t tag = atomic_load(&epoch_tag) & 0xffff;
+    int64_t bound = (int64_t)cfg.liveness_bound_ms * 1000000;
+    static const char *const ways[] = {
+        "dq_post_at_front", "dq_post_at an earlier when",
+        "dq_post_at the clock read before the barrier post",
+    };
+    while (!atomic_load_explicit(&ep.stop_posting, memory_order_relaxed) &&
+           !atomic_load_explicit(&ep.stop_barriers, memory_order_relaxed)) {
+        /* the floor goes up before the clock read that bounds our
+           barrier's due from below */
+        int64_t before = dq_now();
+        atomic_store(&barrier_floor[s], before);
+        while (dq_now() <= before)
+            ;               /* our barrier's due is strictly later */
+        dq_token b;
+        int err = dq_post_sync_barrier(q, &b);
+        count_ops(1);
+        if (err != 0) {
+            atomic_store(&barrier_floor[s], INT64_MAX);
+            if (err != -ESHUTDOWN)
+                violation("dq_post_sync_barrier returned %d", err);
+            break;
+        }
+        /* let the consumer reach its sleep behind the barrier */
+        sleep_ns(500000 + rng_below(&w->rng, 2000000));
+        rec *r = slot_take(s);
+        uint32_t way = rng_below(&w->rng, 3);
+        int64_t when = way == 0 ? 0 : way == 1 ? before - 1 - rng_below(&w->rng, 1000) : before;
+        if (when < 0)
+            when = 0;
+        if (r != NULL) {
+            dq_msg m = { .target = &target_prot, .what = 101,
+                         .arg1 = (int32_t)(tag << 16 | (uint32_t)s),
+                         .arg2 = (int32_t)(r - slots[s].recs) };
+            dq_token tok;
+            r->when_lo = when;
+            atomic_store_explicit(&r->when_hi, when, memory_order_relaxed);
+            bool deliverable = way == 0 || before_other_barriers(s, when);
+            err = way == 0 ? dq_post_at_front(q, &m, &tok) : dq_post_at(q, &m, when, &tok);
+            post_result(r, err, tok, ways[way]);
+            if (err == 0 && deliverable) {
+                atomic_store(&probes[s].r, r);
+                atomic_store(&probes[s].way, ways[way]);
+                atomic_store(&probes[s].posted_at, real_now());
+                atomic_fetch_add(&n_probes, 1);
+                int64_t give_up = real_now() + 3 * bound;
+                while (!(atomic_load(&r->flags) & (R_DELIVERED | R_DISCARDED)) &&
+                       !atomic_load(&ep.stop_posting) && !atomic_load(&ep.stop_barriers) &&
+                       !atomic_load(&run_stop) && real_now() < give_up)
+                    sleep_ns(100000);
+                atomic_store(&probes[s].posted_at, 0);
+            }
+        }
+        err = dq_remove_sync_barrier(q, b);
+        count_ops(1);
+        if (err != 0 && err != -ENOENT) /* -ENOENT: after dq_quit */
+            violation("dq_remove_sync_barrier returned %d", err);
+        atomic_store(&barrier_floor[s], INT64_MAX);
+        sleep_ns(rng_below(&w->rng, 300000));
+    }
+    dq_unref(q);
+    return NULL;
+}
+
 /* dq_loop: the ticket for a delivery must be read before dq_loop's
    dq_next picked it, so it is read at the end of the previous dispatch
    (consumer only; reset per epoch). */
@@ -720,12 +884,15 @@ static void *consumer_main(void *arg)
             remove_step(w, q);
         uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
         int err;
+        atomic_store(&consumer_call_since, real_now());
         if (ep.mode == END_UNREF)
-            err = dq_next_until(q, &out, dq_now() + 2000000);
-        else if (rng_below(&w->rng, 8) == 0)
+            err = dq_next_until(q, &out, dq_now() + (scenario == SC_LIVENESS
+                                                         ? 200000000 : 2000000));
+        else if (scenario != SC_LIVENESS && rng_below(&w->rng, 8) == 0)
             err = dq_try_next(q, &out);
         else
             err = dq_next(q, &out);
+        atomic_store(&consumer_call_since, 0);
         count_ops(1);
         if (err == 0) {
             check_delivery(&out, t);
@@ -801,7 +968,7 @@ static void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     memset(&ep, 0, sizeof ep);
     ep.index = index;
     ep.mode = (enum end_mode)rng_below(rng, 3);
-    ep.use_loop = ep.mode != END_UNREF && rng_below(rng, 4) == 0;
+    ep.use_loop = ep.mode != END_UNREF && scenario != SC_LIVENESS && rng_below(rng, 4) == 0;
     atomic_fetch_add(&epoch_tag, 1);
     for (int s = 0; s < n_slots; s++)
         atomic_store(&slots[s].count, 0);
@@ -812,8 +979,17 @@ static void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     for (int i = 0; i < IDLE_CTXS; i++)
         atomic_store(&idle_ctxs[i].state, 0);
     atomic_store(&consumer_id, NULL);
+    for (int s = 0; s < MAX_SLOTS; s++) {
+        atomic_store(&probes[s].posted_at, 0);
+        atomic_store(&barrier_floor[s], INT64_MAX);
+    }
 
     dq_options opts = { .on_discard = on_discard, .dispatch = consumer_dispatch };
+    if (scenario == SC_LIVENESS) {
+        /* never poll, the default poll, a long one */
+        static const int64_t spins[] = { -1, 0, 200000 };
+        opts.idle_spin_ns = spins[rng_below(rng, 3)];
+    }
     dq_queue *q = dq_create(&opts);
     if (q == NULL) {
         violation("dq_create failed: %s", strerror(errno));
@@ -827,7 +1003,8 @@ static void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
         start(&ws[k++], producer_main, i, rng, q);
     int first_barrier = k;
     for (int i = 0; i < cfg.barriers; i++)
-        start(&ws[k++], barrier_main, cfg.producers + i, rng, q);
+        start(&ws[k++], scenario == SC_LIVENESS ? liveness_barrier_main : barrier_main,
+              cfg.producers + i, rng, q);
     for (int i = 0; i < cfg.removers; i++)
         start(&ws[k++], remover_main, 0, rng, q);
     for (int i = 0; i < cfg.cancellers; i++)
@@ -921,6 +1098,8 @@ static void *progress_main(void *arg)
     while (!atomic_load(&progress_done)) {
         int64_t now = real_now();
         watchdog_check(now);
+        if (scenario == SC_LIVENESS)
+            liveness_check(now);
         if (now < next) {
             int64_t nap = next - now;
             sleep_ns(nap < 50000000 ? nap : 50000000);
@@ -975,10 +1154,11 @@ static char *summary_json(double duration, long rss_end, bool pass)
         "{\"binary\":\"dq_stress\",\"atomics\":\"%s\",\"seed\":%" PRIu64
         ",\"duration_s\":%.3f,\"ops\":%" PRIu64 ",\"accepted\":%" PRIu64
         ",\"delivered\":%" PRIu64 ",\"discarded\":%" PRIu64 ",\"violations\":%" PRIu64
+        ",\"liveness_probes\":%" PRIu64
         ",\"rss_start_kb\":%ld,\"rss_end_kb\":%ld,\"peak_rss_kb\":%ld,\"throughput\":[",
         atom, cfg.seed, duration, atomic_load(&n_ops), atomic_load(&n_accepted),
         atomic_load(&n_delivered), atomic_load(&n_discarded), atomic_load(&n_violations),
-        rss_start, rss_end, atomic_load(&rss_peak));
+        atomic_load(&n_probes), rss_start, rss_end, atomic_load(&rss_peak));
     for (int i = 0; i < n_samples; i++)
         o += (size_t)snprintf(j + o, cap - o, "%s[%.1f,%.0f]", i ? "," : "",
                               sample_t[i], sample_rate[i]);
@@ -996,7 +1176,8 @@ static void usage(const char *why)
             "usage: dq_stress --duration=SECONDS --seed=N --producers=N --removers=N\n"
             "                 --cancellers=N --barriers=N [--json=PATH]\n"
             "                 [--progress-interval=SECONDS] [--scenario=NAME]\n"
-            "scenarios: mixed (default), churn, order, barrier\n", why);
+            "                 [--liveness-bound-ms=N]\n"
+            "scenarios: mixed (default), churn, order, barrier, liveness\n", why);
     exit(2);
 }
 
@@ -1063,6 +1244,8 @@ static void parse_args(int argc, char **argv)
             cfg.progress_interval = parse_double("progress-interval", v, 0.01, 1e7);
         else if (IS("scenario"))
             cfg.scenario = v;
+        else if (IS("liveness-bound-ms"))
+            cfg.liveness_bound_ms = (int)parse_u64("liveness-bound-ms", v, 3600000);
         else {
             char why[256];
             snprintf(why, sizeof why, "unknown option '%.*s'", (int)(nl + 2), a);
@@ -1071,22 +1254,26 @@ static void parse_args(int argc, char **argv)
 #undef IS
     }
     bool found = false;
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < N_SCENARIOS; s++)
         if (strcmp(cfg.scenario, scenario_names[s]) == 0) {
             scenario = (enum scenario)s;
             found = true;
         }
     if (!found)
-        usage("unknown --scenario (mixed, churn, order, barrier)");
+        usage("unknown --scenario (mixed, churn, order, barrier, liveness)");
     if (cfg.producers < 1)
         usage("--producers must be at least 1");
-    if (scenario == SC_BARRIER && cfg.barriers < 2)
+    if ((scenario == SC_BARRIER || scenario == SC_LIVENESS) && cfg.barriers < 2)
         cfg.barriers = 2;               /* barriers racing each other */
+    if (cfg.liveness_bound_ms < 1)
+        usage("--liveness-bound-ms must be at least 1");
     snprintf(repro, sizeof repro,
              "%s --duration=%g --seed=%" PRIu64 " --producers=%d --removers=%d "
-             "--cancellers=%d --barriers=%d --progress-interval=%g --scenario=%s",
+             "--cancellers=%d --barriers=%d --progress-interval=%g --scenario=%s "
+             "--liveness-bound-ms=%d",
              argv0, cfg.duration, cfg.seed, cfg.producers, cfg.removers,
-             cfg.cancellers, cfg.barriers, cfg.progress_interval, cfg.scenario);
+             cfg.cancellers, cfg.barriers, cfg.progress_interval, cfg.scenario,
+             cfg.liveness_bound_ms);
 }
 
 int main(int argc, char **argv)
@@ -1154,7 +1341,8 @@ int main(int argc, char **argv)
                   atomic_load(&n_discarded));
     bool pass = atomic_load(&n_violations) == 0;
     char *j = summary_json(duration, rss_end, pass);
-    fprintf(stderr, "dq_stress: %" PRIu64 " epochs, %s\n", index, pass ? "pass" : "FAIL");
+    fprintf(stderr, "dq_stress: %" PRIu64 " epochs, %" PRIu64 " liveness probes, %s\n", index,
+            atomic_load(&n_probes), pass ? "pass" : "FAIL");
     printf("%s\n", j);
     fflush(stdout);
     if (cfg.json_path != NULL) {

@@ -16,11 +16,29 @@
  *                                                               never a second consumer
  *
  * The first thread that calls a consumer function becomes the queue's only
- * consumer (its "looper"); any other thread calling one gets -EPERM.
+ * consumer (its "looper") for the queue's whole life; any other thread
+ * calling one gets -EPERM, even after the consumer thread has exited.
  *
- * Producers never block and never take a lock: posting is one CAS on the
- * queue's stack top (plus, rarely, a futex wake when the consumer sleeps past
- * the new message's due time).  The consumer owns the ordering heap.
+ * A post is one CAS on the queue's stack top, plus a futex wake (one
+ * syscall) when it finds the consumer asleep and its message could be
+ * delivered before the consumer would wake by itself.  It takes a lock or
+ * calls the allocator in two cases only: a thread's first post registers
+ * the thread's node cache (pthread_once, pthread_setspecific), and a post
+ * that finds no free node where its lock-free scan of the process-wide
+ * node pool looks takes the pool's growth mutex (a full scan, or a new
+ * chunk from aligned_alloc).  Once the pool has grown to a workload's
+ * peak, posts do neither.  The consumer owns the ordering heap.
+ *
+ * Quitting.  dq_quit drops every pending message; dq_quit_safely drops
+ * what is due later than now (inside the call) and lets the consumer
+ * deliver the rest: the "drain", which ends when nothing deliverable is
+ * left (what a barrier still holds then is dropped).  From either quit on,
+ * posts and idle-handler adds return -ESHUTDOWN.  Through the drain,
+ * dq_cancel, dq_remove, dq_has, dq_remove_sync_barrier, dq_pending and
+ * dq_is_idle act on what remains, exactly as before the quit.  After
+ * dq_quit, or once the drain has ended, nothing remains: dq_cancel and
+ * dq_remove_sync_barrier return -ENOENT, dq_remove 0, dq_has false,
+ * dq_pending 0, dq_is_idle true, and the consumer calls -ESHUTDOWN.
  *
  * Errors are negative errno values; nothing aborts on bad input.
  *
@@ -118,24 +136,30 @@ int  dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok)
 int  dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
 
 /* O(1) cancel of one posted message; on success it is reported to
-   on_discard before this returns.  -ENOENT if it was delivered, removed or
-   never existed (stale tokens included, a removed barrier's too), -EINVAL
-   for token 0, a pending barrier's token, or NULL q, -ESHUTDOWN if the
-   queue is quitting.  Thread: any. */
+   on_discard before this returns, and it is never delivered.  -ENOENT if
+   it is gone: delivered, removed, cancelled, dropped by a quit (dq_quit,
+   the quit_safely trim, or the drain's end), or it never existed (stale
+   tokens included, a removed barrier's too); -EINVAL for token 0, a
+   pending barrier's token, or NULL q.  Works through a quit_safely drain.
+   Thread: any. */
 int  dq_cancel(dq_queue *q, dq_token tok);
 /* Remove every pending message matching *m; returns how many (each
    reported to on_discard before this returns).  0 on bad input
-   (NULL q/m/target, unknown fields bits) or a quitting queue.  Messages
-   posted concurrently may or may not be removed.  Thread: any. */
+   (NULL q/m/target, unknown fields bits), and after dq_quit or the end of
+   a quit_safely drain (nothing is pending then); works through the drain.
+   Messages posted concurrently may or may not be removed.  Thread: any. */
 size_t dq_remove(dq_queue *q, const dq_match *m);
-/* Whether a pending message matches *m (same matching, no removal). */
+/* Whether a pending message matches *m (same matching, no removal).
+   false on bad input; through a quit as dq_remove. */
 bool dq_has(dq_queue *q, const dq_match *m);
 
 /* Post a sync barrier at now: while it is the earliest item, only
    DQ_ASYNC messages are delivered.  Errors as dq_post.  Thread: any. */
 int  dq_post_sync_barrier(dq_queue *q, dq_token *tok);
-/* Release a barrier.  -ENOENT if unknown or already removed, -EINVAL for
-   token 0 or NULL q.  Thread: any. */
+/* Release a barrier; what it held becomes deliverable (during a
+   quit_safely drain too).  -ENOENT if unknown, already removed, or gone
+   with a quit (dq_quit, or the drain's end); -EINVAL for token 0 or NULL
+   q.  Thread: any. */
 int  dq_remove_sync_barrier(dq_queue *q, dq_token tok);
 
 /* Idle handlers run on the consumer thread when it is about to block with
@@ -159,16 +183,22 @@ int  dq_try_next(dq_queue *q, dq_msg *out);
    Returns 0 after quit, -EPERM / -EINVAL as dq_next. */
 int  dq_loop(dq_queue *q);
 
-/* dq_quit drops (and reports) everything pending; dq_quit_safely drops only
-   what is due later than now and lets the consumer deliver the rest first.
-   After either, posting returns -ESHUTDOWN.  Idempotent.  Thread: any. */
+/* dq_quit drops (and reports) everything pending: the consumer reports
+   them on its next call (or the last dq_unref does).  dq_quit_safely drops
+   (and reports, inside the call) what is due later than now and lets the
+   consumer deliver the rest first; a post accepted before it, due by
+   then, is delivered.  See "Quitting" above.  Idempotent; dq_quit after
+   dq_quit_safely drops what is left.  NULL: no-op.  Thread: any. */
 void dq_quit(dq_queue *q);
 void dq_quit_safely(dq_queue *q);
 
-/* True when nothing is due now (the consumer would block).  O(pending). */
+/* True when nothing is due now (the consumer would block), a due sync
+   message held by a barrier counting as not due.  O(pending).  NULL q, or
+   after dq_quit or the drain's end: true. */
 bool dq_is_idle(dq_queue *q);
 /* Messages accepted and neither delivered nor discarded (barriers not
-   counted).  O(pending).  A snapshot: may be stale under concurrency. */
+   counted).  O(pending).  A snapshot: may be stale under concurrency.
+   NULL q, or after dq_quit or the drain's end: 0. */
 size_t dq_pending(dq_queue *q);
 int64_t dq_now(void);
 /* Which atomics the running code uses: "x86_64", "arm64-llsc",
