@@ -15,6 +15,67 @@
 
 #include "queue.h"
 
+/* ---- the live cores ------------------------------------------------------ */
+
+/* Every core from dq_create to its teardown, so that dq_pool_stats can
+   count the nodes their loopers hold retired. */
+static dq_core *cores;
+static uint64_t core_count;
+static pthread_mutex_t cores_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void core_register(dq_core *core)
+{
+    pthread_mutex_lock(&cores_lock);
+    core->reg_prev = NULL;
+    core->reg_next = cores;
+    if (cores != NULL)
+        cores->reg_prev = core;
+    cores = core;
+    core_count++;
+    pthread_mutex_unlock(&cores_lock);
+}
+
+void dq_core_unregister(dq_core *core)
+{
+    pthread_mutex_lock(&cores_lock);
+    if (core->reg_prev != NULL)
+        core->reg_prev->reg_next = core->reg_next;
+    else
+        cores = core->reg_next;
+    if (core->reg_next != NULL)
+        core->reg_next->reg_prev = core->reg_prev;
+    core_count--;
+    pthread_mutex_unlock(&cores_lock);
+}
+
+int dq_pool_stats(struct dq_pool_stats *out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    uint64_t limbo = 0;
+    pthread_mutex_lock(&cores_lock);
+    /* relaxed: each looper stores its own counts (limbo_count, the
+       recycled batch's mask) */
+    for (dq_core *c = cores; c != NULL; c = c->reg_next)
+        limbo += atomic_load_explicit(&c->limbo_count, memory_order_relaxed) +
+                 (uint64_t)__builtin_popcountll(
+                     atomic_load_explicit(&c->recycled.mask, memory_order_relaxed));
+    out->queues = core_count;
+    pthread_mutex_unlock(&cores_lock);
+    uint64_t reserved, total, free_nodes, cached, threads;
+    dq_pool_count(&reserved, &total, &free_nodes, &cached, &threads);
+    out->reserved_bytes = reserved;
+    out->nodes_total = total;
+    out->nodes_free = free_nodes;
+    out->nodes_cached = cached;
+    out->nodes_limbo = limbo;
+    out->threads = threads;
+    uint64_t accounted = free_nodes + cached + limbo;
+    out->nodes_in_use = total > accounted ? total - accounted : 0;
+    return 0;
+}
+
 /* ---- create / references ---------------------------------------------- */
 
 dq_queue *dq_create(const dq_options *opts)
@@ -57,6 +118,8 @@ dq_queue *dq_create(const dq_options *opts)
     core->next_seq = INT64_C(1) << 62;
     core->next_front_seq = (INT64_C(1) << 62) - 1;
     dq_pool_batch_init(&core->recycled);
+    atomic_init(&core->limbo_count, 0);
+    core_register(core);
     atomic_init(&q->core, core);
     return q;
 fail:

@@ -110,6 +110,19 @@ static bool looper_reset_node(dq_node *n)
     return true;
 }
 
+/* relaxed load and store: the looper is limbo_count's only writer;
+   dq_pool_stats only reads it */
+static inline uint32_t looper_limbo_count(const dq_core *core)
+{
+    return atomic_load_explicit(&core->limbo_count, memory_order_relaxed);
+}
+static inline void looper_limbo_count_add(dq_core *core, int32_t delta)
+{
+    atomic_store_explicit(&core->limbo_count,
+                          (uint32_t)((int32_t)looper_limbo_count(core) + delta),
+                          memory_order_relaxed);
+}
+
 /* Retire into limbo, to be recycled once walkers cannot hold it. */
 static void looper_retire(dq_core *core, dq_node *n)
 {
@@ -123,7 +136,7 @@ static void looper_retire(dq_core *core, dq_node *n)
     else
         core->limbo_head = n;
     core->limbo_tail = n;
-    core->limbo_count++;
+    looper_limbo_count_add(core, 1);
 }
 
 /* Grace periods.  A node retired in epoch r may be held by walkers that
@@ -134,7 +147,7 @@ static void looper_reclaim(dq_core *core, bool force)
     /* Advance only when enough waits for a grace period: the advance is a
        seq_cst store (a full barrier), not worth paying per message.  Going
        idle reclaims whatever is left (looper_next passes force). */
-    if (core->limbo_head == NULL || (core->limbo_count < DQ_LIMBO_BATCH && !force))
+    if (core->limbo_head == NULL || (looper_limbo_count(core) < DQ_LIMBO_BATCH && !force))
         return;
     uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     /* seq_cst load and store: the looper's half of the Dekker pair in
@@ -148,8 +161,12 @@ static void looper_reclaim(dq_core *core, bool force)
         core->limbo_head = n->limbo_next;
         if (core->limbo_head == NULL)
             core->limbo_tail = NULL;
-        core->limbo_count--;
+        looper_limbo_count_add(core, -1);
+#ifdef DQ_MUTANT_RETIRED_NEVER_RETURNED
+        (void)n; /* mutant: the node never goes back to the pool */
+#else
         dq_pool_batch_add(&core->recycled, n);
+#endif
     }
 }
 
@@ -456,6 +473,7 @@ void dq_looper_teardown(dq_queue *q)
         dq_pool_batch_add(batch, n);
     }
     dq_pool_batch_flush(batch);
+    dq_core_unregister(core);
     atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
     dq_heap_fini(&core->sync_heap);
     dq_heap_fini(&core->async_heap);

@@ -206,14 +206,21 @@ _Static_assert(DQ_POOL_AHEAD < DQ_POOL_MAG_NODES, "prefetch within a magazine");
    words, so a post refills once per DQ_POOL_MAG_NODES nodes however
    sparse the words are (under steady random delays they hold ~3 free
    nodes each, bench/RESULTS.md).  Past count the entries still point at
-   nodes (earlier fills, or padding), so the prefetch needs no test. */
+   nodes (earlier fills, or padding), so the prefetch needs no test.
+   next, count and stash_nodes are atomics written by the owning thread
+   alone, with relaxed stores (the code a plain access compiles to), so
+   that dq_pool_stats may read them from another thread; a registered
+   cache is on the pool's list of caches (reg_prev, reg_next, under its
+   lock) until its thread exits. */
 struct dq_pool_cache {
-    uint32_t next, count;
+    _Atomic uint32_t next, count;
     dq_node *mag[DQ_POOL_MAG_NODES];
     uint32_t stash_next, stash_count;
+    _Atomic uint32_t stash_nodes; /* nodes in stash_mask[stash_next ..) */
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
     bool     registered;
+    struct dq_pool_cache *reg_prev, *reg_next;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
@@ -222,15 +229,18 @@ extern _Thread_local struct dq_pool_cache dq_pool_cache
    dq_pool_get_slow). */
 static inline bool dq_pool_cache_empty(void)
 {
-    return dq_pool_cache.next == dq_pool_cache.count;
+    /* relaxed: this thread's own fields (see dq_pool_cache) */
+    return atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed) ==
+           atomic_load_explicit(&dq_pool_cache.count, memory_order_relaxed);
 }
 /* A node in state (gen, FREE) for the calling thread, the next of its
    magazine, which must not be empty.  Inline: this is every post's first
    step. */
 static inline dq_node *dq_pool_take_cached(void)
 {
-    uint32_t i = dq_pool_cache.next;
-    dq_pool_cache.next = i + 1;
+    /* relaxed: this thread's own field (see dq_pool_cache) */
+    uint32_t i = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
+    atomic_store_explicit(&dq_pool_cache.next, i + 1, memory_order_relaxed);
     dq_prefetch_node_for_post(dq_pool_cache.mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
     return dq_pool_cache.mag[i];
 }
@@ -246,20 +256,27 @@ dq_node *dq_pool_node(uint32_t index);
 /* A looper's retired nodes not yet given back: the bits of one free-map
    word, or'ed into the map when a node of another word comes, when the
    word is full, or at teardown (an idle looper keeps its word: at most 63
-   nodes per queue wait there). */
+   nodes per queue wait there).  mask: written by its one owner with
+   relaxed stores, read by dq_pool_stats. */
 typedef struct dq_pool_batch {
-    uint64_t mask;
+    _Atomic uint64_t mask;
     uint32_t word;
 } dq_pool_batch;
 
 static inline void dq_pool_batch_init(dq_pool_batch *b)
 {
-    b->mask = 0;
+    atomic_store_explicit(&b->mask, 0, memory_order_relaxed);
     b->word = 0;
 }
 /* Add a FREE node.  Caller: one thread per batch (the looper). */
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n);
 /* Give back what the batch holds (teardown). */
 void dq_pool_batch_flush(dq_pool_batch *b);
+
+/* The pool's side of dq_pool_stats: reserved bytes, nodes made, nodes in
+   the free map, nodes in threads' caches, and threads with a cache.  Takes
+   the pool's locks; a snapshot, exact while no thread posts or retires. */
+void dq_pool_count(uint64_t *reserved_bytes, uint64_t *total, uint64_t *free_nodes,
+                   uint64_t *cached, uint64_t *threads);
 
 #endif /* DELIQUEUE_SRC_NODE_H */

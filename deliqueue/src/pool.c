@@ -68,7 +68,14 @@ static _Atomic uint32_t scan_from;
 static uint32_t chunk_count; /* under grow_lock */
 static char *slab_next;      /* under grow_lock: the current slab's unused chunks */
 static uint32_t slab_left;
+static uint64_t reserved_bytes; /* under grow_lock: slabs and free-map words */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The registered threads' caches, for dq_pool_count: a thread's cache is
+   on this list from its first slow post until its exit. */
+static struct dq_pool_cache *caches;
+static uint64_t cache_threads;
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Thread_local struct dq_pool_cache dq_pool_cache;
 static pthread_key_t cache_key;
@@ -180,8 +187,13 @@ static void mag_fill(void)
         dq_pool_cache.mag[j] = dq_pool_cache.mag[k - 1];
     for (uint32_t j = 0; j < k && j < DQ_POOL_AHEAD; j++)
         dq_prefetch_node_for_post(dq_pool_cache.mag[j]);
-    dq_pool_cache.next = 0;
-    dq_pool_cache.count = k;
+    uint32_t stashed = 0;
+    for (; i < dq_pool_cache.stash_count; i++)
+        stashed += (uint32_t)__builtin_popcountll(dq_pool_cache.stash_mask[i]);
+    /* relaxed: this thread's own fields, read by dq_pool_count */
+    atomic_store_explicit(&dq_pool_cache.stash_nodes, stashed, memory_order_relaxed);
+    atomic_store_explicit(&dq_pool_cache.next, 0, memory_order_relaxed);
+    atomic_store_explicit(&dq_pool_cache.count, k, memory_order_relaxed);
 }
 
 /* The stash holds exactly word w's free nodes (mask). */
@@ -250,14 +262,27 @@ static void cache_release(void *unused)
     /* the magazine's nodes, one give-back per run of a word (a batch) */
     dq_pool_batch batch;
     dq_pool_batch_init(&batch);
-    for (uint32_t i = dq_pool_cache.next; i < dq_pool_cache.count; i++)
+    uint32_t next = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
+    uint32_t count = atomic_load_explicit(&dq_pool_cache.count, memory_order_relaxed);
+    for (uint32_t i = next; i < count; i++)
         dq_pool_batch_add(&batch, dq_pool_cache.mag[i]);
     dq_pool_batch_flush(&batch);
     for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
         if (dq_pool_cache.stash_mask[i] != 0)
             give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
-    dq_pool_cache.next = dq_pool_cache.count = 0;
+    pthread_mutex_lock(&caches_lock);
+    atomic_store_explicit(&dq_pool_cache.next, 0, memory_order_relaxed);
+    atomic_store_explicit(&dq_pool_cache.count, 0, memory_order_relaxed);
+    atomic_store_explicit(&dq_pool_cache.stash_nodes, 0, memory_order_relaxed);
     dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
+    if (dq_pool_cache.reg_prev != NULL)
+        dq_pool_cache.reg_prev->reg_next = dq_pool_cache.reg_next;
+    else
+        caches = dq_pool_cache.reg_next;
+    if (dq_pool_cache.reg_next != NULL)
+        dq_pool_cache.reg_next->reg_prev = dq_pool_cache.reg_prev;
+    cache_threads--;
+    pthread_mutex_unlock(&caches_lock);
 }
 
 static void cache_key_create(void)
@@ -271,6 +296,14 @@ static void cache_register(void)
     /* any non-NULL value makes the destructor run at thread exit */
     (void)pthread_setspecific(cache_key, &dq_pool_cache);
     dq_pool_cache.registered = true;
+    pthread_mutex_lock(&caches_lock);
+    dq_pool_cache.reg_prev = NULL;
+    dq_pool_cache.reg_next = caches;
+    if (caches != NULL)
+        caches->reg_prev = &dq_pool_cache;
+    caches = &dq_pool_cache;
+    cache_threads++;
+    pthread_mutex_unlock(&caches_lock);
 }
 
 /* No word was found free from scan_from up: scan the whole map (bits a
@@ -308,7 +341,9 @@ static int grow(void)
         (void)madvise(slab_next, SLAB_BYTES, MADV_HUGEPAGE);
 #endif
         slab_left = SLAB_CHUNKS;
+        reserved_bytes += SLAB_BYTES;
     }
+    reserved_bytes += CHUNK_WORDS * sizeof(*words);
     dq_node *chunk = (dq_node *)slab_next;
     slab_next += CHUNK_NODES * sizeof(*chunk);
     slab_left--;
@@ -363,31 +398,70 @@ dq_node *dq_pool_get_slow(void)
 
 void dq_pool_unget(dq_node *n)
 {
-    /* the last node this thread took: back to the front of its magazine */
-    uint32_t i = dq_pool_cache.next;
+    /* the last node this thread took: back to the front of its magazine
+       (relaxed: this thread's own field) */
+    uint32_t i = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
     if (i > 0 && dq_pool_cache.mag[i - 1] == n) {
-        dq_pool_cache.next = i - 1;
+        atomic_store_explicit(&dq_pool_cache.next, i - 1, memory_order_relaxed);
         return;
     }
     give_back(word_of(n), bit_of(n));
 }
 
+/* The batch's mask: relaxed, as its one owner writes it (dq_pool_batch). */
+static uint64_t batch_mask(const dq_pool_batch *b)
+{
+    return atomic_load_explicit(&b->mask, memory_order_relaxed);
+}
+
 void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
 {
     uint32_t w = word_of(n);
-    if (b->mask != 0 && b->word != w) {
-        give_back(b->word, b->mask);
-        b->mask = 0;
+    uint64_t mask = batch_mask(b);
+    if (mask != 0 && b->word != w) {
+        give_back(b->word, mask);
+        mask = 0;
     }
     b->word = w;
-    b->mask |= bit_of(n);
-    if (b->mask == ~UINT64_C(0))
+    mask |= bit_of(n);
+    atomic_store_explicit(&b->mask, mask, memory_order_relaxed);
+    if (mask == ~UINT64_C(0))
         dq_pool_batch_flush(b);
 }
 
 void dq_pool_batch_flush(dq_pool_batch *b)
 {
-    if (b->mask != 0)
-        give_back(b->word, b->mask);
+    uint64_t mask = batch_mask(b);
+    if (mask != 0)
+        give_back(b->word, mask);
     dq_pool_batch_init(b);
+}
+
+void dq_pool_count(uint64_t *reserved, uint64_t *total, uint64_t *free_nodes,
+                   uint64_t *cached, uint64_t *threads)
+{
+    pthread_mutex_lock(&grow_lock);
+    *reserved = reserved_bytes;
+    uint32_t words = chunk_count * CHUNK_WORDS;
+    *total = (uint64_t)chunk_count * CHUNK_NODES;
+    pthread_mutex_unlock(&grow_lock);
+    uint64_t nfree = 0;
+    /* relaxed: a count, not a claim; under grow_lock's unlock every word
+       below chunk_count's was initialised */
+    for (uint32_t w = 0; w < words; w++)
+        nfree += (uint64_t)__builtin_popcountll(
+            atomic_load_explicit(free_word(w), memory_order_relaxed));
+    *free_nodes = nfree;
+    uint64_t held = 0;
+    pthread_mutex_lock(&caches_lock);
+    /* relaxed: each owner stores its own counts (dq_pool_cache) */
+    for (struct dq_pool_cache *c = caches; c != NULL; c = c->reg_next) {
+        uint32_t next = atomic_load_explicit(&c->next, memory_order_relaxed);
+        uint32_t count = atomic_load_explicit(&c->count, memory_order_relaxed);
+        held += (count > next ? count - next : 0) +
+                atomic_load_explicit(&c->stash_nodes, memory_order_relaxed);
+    }
+    *threads = cache_threads;
+    pthread_mutex_unlock(&caches_lock);
+    *cached = held;
 }

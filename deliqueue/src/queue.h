@@ -81,9 +81,12 @@ typedef struct dq_core {
     int64_t  sweep_now;                       /* dq_now() before this step's sweep: what is
                                                  due by then goes to the heaps' due runs */
     dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
-    uint32_t limbo_count;
+    _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
+                                                 dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
     dq_pool_batch recycled;
+    /* the live cores' list, under the registry's lock (dq_pool_stats) */
+    struct dq_core *reg_prev, *reg_next;
 } dq_core;
 
 struct dq_queue {
@@ -121,6 +124,8 @@ void dq_users_leave(dq_queue *q);
 void dq_wake_consumer(dq_queue *q);
 /* Report a claimed message to on_discard (copy of its payload). */
 void dq_report_discard(dq_queue *q, const dq_node *n);
+/* Take a core off the live cores' list (teardown, before freeing it). */
+void dq_core_unregister(dq_core *core);
 
 /* -- looper side (looper.c) -- */
 /* Whether the calling thread is q's consumer: then the heaps and the

@@ -216,3 +216,87 @@ Test(pool, concurrent_takers_never_share_a_node, .timeout = 30)
     cr_assert_eq(atomic_load(&mixed), 0, "%ld cancels reported another thread's message",
                  atomic_load(&mixed));
 }
+
+/* The pool's counts (dq_pool_stats) follow nodes through a queue's life:
+   exact here, where one thread does everything. */
+static void check_adds_up(const struct dq_pool_stats *s)
+{
+    cr_assert_eq(s->nodes_free + s->nodes_cached + s->nodes_limbo + s->nodes_in_use,
+                 s->nodes_total, "free %llu + cached %llu + limbo %llu + in use %llu != "
+                 "total %llu", (unsigned long long)s->nodes_free,
+                 (unsigned long long)s->nodes_cached, (unsigned long long)s->nodes_limbo,
+                 (unsigned long long)s->nodes_in_use, (unsigned long long)s->nodes_total);
+    cr_assert_geq(s->reserved_bytes, s->nodes_total * 128);
+}
+
+Test(pool, stats_follow_nodes_through_a_queue)
+{
+    struct dq_pool_stats s;
+    cr_assert_eq(dq_pool_stats(NULL), -EINVAL);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.queues, 1, "the fixture's queue");
+    cr_assert_eq(s.nodes_in_use, 0);
+    int64_t t = dq_now();
+    dq_token tok[300];
+    for (int i = 0; i < 300; i++) {
+        dq_msg m = msg_what(&target_a, i);
+        cr_assert_eq(dq_post_at(q, &m, i < 200 ? t : t + 1000, &tok[i]), 0);
+    }
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.nodes_in_use, 300);
+    cr_assert_eq(s.threads, 1);
+    cr_assert_geq(s.nodes_total, 300);
+    for (int i = 0; i < 150; i++)
+        cr_assert_eq(next_what(), i);
+    for (int i = 200; i < 250; i++)
+        cr_assert_eq(dq_cancel(q, tok[i]), 0);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    /* 100 pending, 50 cancelled but not yet retired by the looper */
+    cr_assert_eq(s.nodes_in_use, 150, "cancelled nodes wait for the looper");
+    cr_assert_eq(next_what(), 150);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.nodes_in_use, 99, "the looper retired the cancelled ones");
+    uint64_t reserved = s.reserved_bytes;
+    dq_quit(q);
+    cr_assert_eq(next_what(), -1000000 - ESHUTDOWN);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.queues, 0);
+    cr_assert_eq(s.nodes_in_use, 0, "every node back");
+    cr_assert_eq(s.nodes_limbo, 0, "the teardown gives limbo back");
+    cr_assert_eq(s.reserved_bytes, reserved, "nothing is returned to the system");
+}
+
+static void *post_once_and_exit(void *arg)
+{
+    dq_msg m = msg_what(&target_a, 1);
+    return (void *)(intptr_t)dq_post(arg, &m, NULL);
+}
+
+Test(pool, stats_count_threads_and_their_caches)
+{
+    struct dq_pool_stats before, during, after;
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    cr_assert_eq(before.threads, 1);
+    pthread_t th;
+    void *ret;
+    cr_assert_eq(pthread_create(&th, NULL, post_once_and_exit, q), 0);
+    pthread_join(th, &ret);
+    cr_assert_eq((intptr_t)ret, 0);
+    cr_assert_eq(dq_pool_stats(&during), 0);
+    check_adds_up(&during);
+    cr_assert_eq(during.threads, 1, "the exited thread's cache is gone");
+    cr_assert_eq(during.nodes_in_use, 2);
+    cr_assert_eq(during.nodes_cached, before.nodes_cached,
+                 "the exited thread gave back what it had cached");
+    cr_assert_eq(next_what(), 1);
+    cr_assert_eq(next_what(), 1);
+    cr_assert_eq(dq_pool_stats(&after), 0);
+    check_adds_up(&after);
+    cr_assert_eq(after.nodes_in_use, 0);
+}

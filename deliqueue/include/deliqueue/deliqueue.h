@@ -205,6 +205,31 @@ int64_t dq_now(void);
    "arm64-lse", "arm64-outline". */
 const char *dq_atomics(void);
 
+/* The process-wide node pool's memory, the C analogue of a dumpsys view.
+   Every message node comes from the pool, which every queue shares; node
+   memory is never returned to the system (a node is only recycled), so
+   reserved_bytes only grows, up to the peak a workload needs.  The node
+   counts add up to nodes_total. */
+struct dq_pool_stats {
+    uint64_t reserved_bytes; /* taken from the system for nodes and the free map */
+    uint64_t nodes_total;    /* nodes made so far, 128 bytes each */
+    uint64_t nodes_free;     /* in the pool, for any thread to take */
+    uint64_t nodes_cached;   /* taken by posting threads for their next posts
+                                (given back when a thread exits) */
+    uint64_t nodes_limbo;    /* retired by consumers, not yet back in the pool
+                                (waiting for a grace period, or for a batch) */
+    uint64_t nodes_in_use;   /* the rest: posted and not yet retired */
+    uint64_t threads;        /* threads holding a node cache */
+    uint64_t queues;         /* queues not yet torn down */
+};
+/* Fill *out: 0, or -EINVAL for NULL.  A snapshot: exact while no thread
+   posts, consumes or removes, approximate (each count a moment's) while
+   they do.  Cost: a pass over the pool's free map (one word per 64 nodes),
+   the posting threads and the live queues, under the pool's locks, which
+   a growing post also takes: cheap enough for a progress line every
+   second, not for a hot path.  Not from on_discard.  Thread: any. */
+int dq_pool_stats(struct dq_pool_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
