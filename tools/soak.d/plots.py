@@ -38,8 +38,9 @@ def fmt_time(s):
 
 
 def throughput_svg(series, title="Throughput over time (ops/s, log scale)",
-                   width=960, height=420):
-    """series: list of (label, [(elapsed_s, ops_per_s), ...]) in legend order."""
+                   width=960, height=420, empty="no throughput samples"):
+    """series: list of (label, [(elapsed_s, value), ...]) in legend order;
+    value is ops/s for the throughput plot, a count for the others."""
     legend_w = 260
     left, right, top, bottom = 70, legend_w + 20, 36, 46
     pw, ph = width - left - right, height - top - bottom
@@ -53,8 +54,8 @@ def throughput_svg(series, title="Throughput over time (ops/s, log scale)",
            '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>'
            % (left, escape(title))]
     if not pts:
-        out.append('<text x="%d" y="%d" fill="#666">no throughput samples: every run ended '
-                   'before its first progress interval</text>' % (left, 60))
+        out.append('<text x="%d" y="%d" fill="#666">%s: every run ended '
+                   'before its first progress interval</text>' % (left, 60, escape(empty)))
         out.append("</svg>")
         return "\n".join(out)
     tmax = max(t for t, _ in pts) or 1.0

@@ -1,6 +1,11 @@
 """The soak report: results.json (everything), report.md, and report.html —
-one page with inline CSS and the throughput plot inlined as an SVG data URI,
-so it can be mailed or attached to a CI run as a single file."""
+one page with inline CSS and the plots inlined as SVG data URIs, so it can
+be mailed or attached to a CI run as a single file.
+
+Two plots share the time axis: throughput, and the nodes the library holds
+(in use or in limbo, from dq_pool_stats), which is flat on every target
+when nothing leaks, emulated or not; resident memory under an emulator is
+the emulator's, so the table shows it beside the library's own count."""
 
 import base64
 import datetime
@@ -35,6 +40,8 @@ def rows(records):
         row["violations"] = sum(r["violations"] or 0 for r in rs)
         peaks = [r["peak_rss_kb"] for r in rs if r["peak_rss_kb"]]
         row["peak_rss_kb"] = max(peaks) if peaks else None
+        pool = [r.get("pool_reserved_kb") for r in rs if r.get("pool_reserved_kb")]
+        row["pool_reserved_kb"] = max(pool) if pool else None
         row["atomics"] = sorted({(r["summary"] or {}).get("atomics") for r in rs} - {None})
         want = {r.get("expected_atomics") for r in rs} - {None}
         row["atomics_warning"] = ""
@@ -101,16 +108,44 @@ def run_throughput(r):
     return t if t else progress_throughput(r["run_dir"])
 
 
+def progress_pool(run_dir):
+    """Nodes held (in use + limbo) from the progress lines, for a run
+    without a JSON summary."""
+    pts = []
+    try:
+        with open(os.path.join(run_dir, "stderr.log"), errors="replace") as f:
+            for line in f:
+                if line.startswith("progress "):
+                    p = runner.parse_progress(line)
+                    if "elapsed" in p and "nodes_in_use" in p:
+                        pts.append([p["elapsed"], p["nodes_in_use"] + p.get("nodes_limbo", 0)])
+    except OSError:
+        pass
+    return pts
+
+
+def run_pool(r):
+    """[[elapsed, nodes in use + in limbo], ...]: the summary's pool
+    samples are [elapsed, reserved KiB, in use, limbo, cached]."""
+    p = (r["summary"] or {}).get("pool")
+    if p:
+        return [[s[0], s[2] + s[3]] for s in p if len(s) >= 4]
+    return progress_pool(r["run_dir"])
+
+
 def hours_text(h):
     return "%.2f" % h if h >= 0.1 else "%.4f" % h
 
 
-def series(table):
+def series(table, per_run=run_throughput):
     out = []
     for row in table:
-        samples = [run_throughput(r) for r in row["runs"]]
+        samples = [per_run(r) for r in row["runs"]]
         out.append(("%s %s" % (row["target"], row["config"]), plots.mean_series(samples)))
     return out
+
+
+POOL_TITLE = "Library memory over time: nodes in use or in limbo (dq_pool_stats, log scale)"
 
 
 def tail(path, n=15):
@@ -131,10 +166,14 @@ def write_all(out_dir, records, meta):
     svg = plots.throughput_svg(series(table))
     with open(os.path.join(out_dir, "throughput.svg"), "w") as f:
         f.write(svg)
+    pool_svg = plots.throughput_svg(series(table, run_pool), title=POOL_TITLE,
+                                    empty="no pool samples")
+    with open(os.path.join(out_dir, "pool.svg"), "w") as f:
+        f.write(pool_svg)
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(markdown(table, records, meta))
     with open(os.path.join(out_dir, "report.html"), "w") as f:
-        f.write(html_page(table, records, meta, svg))
+        f.write(html_page(table, records, meta, svg, pool_svg))
     return overall, table
 
 
@@ -151,14 +190,17 @@ def markdown(table, records, meta):
          "- stress flags: `%s`" % " ".join(meta["stress_flags"]),
          "- command: `%s`" % meta["command"], "",
          "| target | config | atomics | runs | hours | operations | violations | "
-         "peak memory | verdict |",
-         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+         "library memory | peak RSS | verdict |",
+         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in table:
-        L.append("| %s | %s | %s | %d | %s | %s | %d | %s | **%s** |" %
+        L.append("| %s | %s | %s | %d | %s | %s | %d | %s | %s | **%s** |" %
                  (row["target"], row["config"], atomics_text(row), row["n"],
-                  hours_text(row["hours"]), human(row["ops"]), row["violations"], mem(row["peak_rss_kb"]),
-                  verdict_text(row)))
-    L += ["", "![throughput over time](throughput.svg)", ""]
+                  hours_text(row["hours"]), human(row["ops"]), row["violations"],
+                  mem(row["pool_reserved_kb"]), mem(row["peak_rss_kb"]), verdict_text(row)))
+    L += ["", "Library memory: the pool's peak reserved bytes (dq_pool_stats). Peak "
+          "RSS: the process's, which under QEMU is the emulator's.", "",
+          "![throughput over time](throughput.svg)", "",
+          "![library memory over time](pool.svg)", ""]
     bad = problems(records)
     if bad:
         L += ["## Failed and lost runs", ""]
@@ -204,7 +246,7 @@ img.plot{border:1px solid #ddd;margin-top:14px;max-width:100%}
 """
 
 
-def html_page(table, records, meta, svg):
+def html_page(table, records, meta, svg, pool_svg):
     e = html.escape
     H = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
          "<title>Soak report: %s</title><style>%s</style></head><body>" % (meta["verdict"], CSS),
@@ -217,18 +259,22 @@ def html_page(table, records, meta, svg):
          "<p class='meta'>stress flags: <code>%s</code></p>" % e(" ".join(meta["stress_flags"])),
          "<p class='meta'>command: <code>%s</code></p>" % e(meta["command"]),
          "<table><tr><th>target</th><th>config</th><th>atomics</th><th>runs</th>"
-         "<th>hours</th><th>operations</th><th>violations</th><th>peak memory</th>"
-         "<th>verdict</th></tr>"]
+         "<th>hours</th><th>operations</th><th>violations</th>"
+         "<th title='the pool&#39;s peak reserved bytes (dq_pool_stats)'>library memory</th>"
+         "<th title='under QEMU, the emulator&#39;s'>peak RSS</th><th>verdict</th></tr>"]
     for row in table:
         H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td>"
                  "<td class='n'>%s</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
-                 "<td class='n'>%s</td><td class='%s'>%s</td></tr>" %
+                 "<td class='n'>%s</td><td class='n'>%s</td><td class='%s'>%s</td></tr>" %
                  (e(row["target"]), e(row["config"]), atomics_html(row),
                   row["n"], hours_text(row["hours"]), row["ops"], human(row["ops"]), row["violations"],
-                  mem(row["peak_rss_kb"]), row["verdict"], e(verdict_text(row))))
+                  mem(row["pool_reserved_kb"]), mem(row["peak_rss_kb"]), row["verdict"],
+                  e(verdict_text(row))))
     H.append("</table>")
-    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
-    H.append("<img class='plot' alt='throughput over time per target' src='%s'>" % uri)
+    for alt, picture in (("throughput over time per target", svg),
+                         ("library memory over time per target", pool_svg)):
+        uri = "data:image/svg+xml;base64," + base64.b64encode(picture.encode()).decode()
+        H.append("<br><img class='plot' alt='%s' src='%s'>" % (alt, uri))
     bad = problems(records)
     if bad:
         H.append("<h2>Failed and lost runs</h2>")

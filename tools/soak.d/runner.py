@@ -88,6 +88,13 @@ class Run:
             return self.summary["peak_rss_kb"]
         return int(self.progress.get("rss_kb", 0)) or None
 
+    def pool_reserved_kb(self):
+        """The library's own count of the memory it holds (dq_pool_stats):
+        the peak, or the last progress line's for a run without a summary."""
+        if self.summary and isinstance(self.summary.get("pool_peak_reserved_kb"), int):
+            return self.summary["pool_peak_reserved_kb"]
+        return int(self.progress.get("pool_reserved_kb", 0)) or None
+
     # ------------------------------------------------------------------
     def execute(self):
         """Worker thread body: copy, run, poll, fetch, classify, clean up."""
@@ -252,7 +259,8 @@ class Run:
             "binary": self.binary, "verdict": self.verdict, "reason": self.reason,
             "exit_status": self.rc, "wall_s": round(self.wall(), 2),
             "hours": self.hours(), "ops": self.ops(), "violations": self.violations(),
-            "peak_rss_kb": self.peak_rss_kb(), "run_dir": self.run_dir,
+            "peak_rss_kb": self.peak_rss_kb(), "pool_reserved_kb": self.pool_reserved_kb(),
+            "run_dir": self.run_dir,
             "violation_lines": self.violation_lines, "binary_repro": self.binary_repro,
             "direct_repro": self.direct_repro, "launcher_repro": self.opts.launcher_repro(self),
             "summary": self.summary, "expected_atomics": targets_mod.expected_atomics(self.target),
