@@ -835,10 +835,12 @@ int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
 
 /* ---- quitting ----------------------------------------------------------- */
 
-/* Raise q's quit mode to at least mode.  seq_cst (a release at least):
-   publishes quit_time with the mode to the consumer's acquire load; and,
-   for quit_safely, the first half of a Dekker pair whose second is the
-   wake's load of the sleep word (looper_await_quit_mode). */
+/* Raise q's quit mode to at least mode.  seq_cst: a release, so that the
+   consumer's acquire of the mode sees what the quitting thread did
+   before (nothing it needs: the trim's claims reach it through the
+   removal list); and, for quit_safely, the first half of a Dekker pair
+   whose second is the wake's seq_cst load of the sleep word, against
+   looper_await_quit_mode's store of the word and re-read of the mode. */
 static void raise_quit_mode(dq_queue *q, int mode)
 {
     int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
@@ -911,8 +913,9 @@ void dq_quit_safely(dq_queue *q)
         return;
     tag_top(q);
     int64_t cut = -1;
-    /* relaxed: published by the mode's seq_cst CAS below.  The first
-       quit_safely's time stands; a racing one trims with it too. */
+    /* relaxed: only quit_safely callers read it, each after its own RMW
+       on it.  The first quit_safely's time stands; a racing one trims
+       with it too. */
     if (atomic_compare_exchange_strong_explicit(&q->quit_time, &cut, dq_now(),
                                                 memory_order_relaxed,
                                                 memory_order_relaxed))

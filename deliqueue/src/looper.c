@@ -560,8 +560,7 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
 static int looper_await_quit_mode(dq_queue *q)
 {
     for (;;) {
-        /* acquire: pairs with raise_quit_mode's CAS (any.c), which
-           publishes quit_time */
+        /* acquire: pairs with raise_quit_mode's CAS (any.c) */
         int mode = atomic_load_explicit(&q->quit_mode, memory_order_acquire);
         if (mode != DQ_RUNNING)
             return mode;
