@@ -11,7 +11,8 @@
  *              dq_remove_sync_barrier
  *   any        dq_ref, dq_unref, dq_quit, dq_quit_safely,       everything
  *              dq_add_idle_handler, dq_remove_idle_handler,
- *              dq_is_idle, dq_pending, dq_now, dq_atomics
+ *              dq_is_idle, dq_pending, dq_now, dq_atomics,
+ *              dq_pool_stats
  *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop     producers, removers, any;
  *                                                               never a second consumer
  *
