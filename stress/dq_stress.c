@@ -194,6 +194,9 @@ static bool running_emulated(void)
 #endif
 }
 
+/* running_emulated(), read once by main before any other thread starts */
+static bool emulated;
+
 /* ---- counters and violations ---------------------------------------------- */
 
 static _Atomic uint64_t n_ops, n_accepted, n_delivered, n_discarded;
@@ -1395,7 +1398,7 @@ static char *summary_json(double duration, long rss_end, bool pass)
         atom, cfg.seed, duration, atomic_load(&n_ops), atomic_load(&n_accepted),
         atomic_load(&n_delivered), atomic_load(&n_discarded), atomic_load(&n_violations),
         atomic_load(&n_probes), rss_start, rss_end, atomic_load(&rss_peak),
-        running_emulated() ? "off: emulated, resident memory is the emulator's" : "native",
+        emulated ? "off: emulated, resident memory is the emulator's" : "native",
         pool_peak_reserved / 1024, pool_peak_in_use, pool_peak_limbo, thread_starts);
     for (int i = 0; i < n_samples; i++)
         o += (size_t)snprintf(j + o, cap - o, "%s[%.1f,%.0f]", i ? "," : "",
@@ -1522,7 +1525,7 @@ static void parse_args(int argc, char **argv)
     if (cfg.liveness_bound_ms < 1)
         usage("--liveness-bound-ms must be at least 1");
     if (cfg.max_thread_starts == UINT64_MAX)
-        cfg.max_thread_starts = running_emulated() ? 2000 : 0;
+        cfg.max_thread_starts = emulated ? 2000 : 0;
     snprintf(repro, sizeof repro,
              "%s --duration=%g --seed=%" PRIu64 " --producers=%d --removers=%d "
              "--cancellers=%d --barriers=%d --progress-interval=%g --scenario=%s "
@@ -1538,6 +1541,7 @@ int main(int argc, char **argv)
 {
     if (argc > 0 && argv[0] != NULL)
         argv0 = argv[0];
+    emulated = running_emulated();
     parse_args(argc, argv);
     n_slots = cfg.producers + cfg.barriers;
     n_workers = cfg.producers + cfg.barriers + cfg.removers + cfg.cancellers + 1;
@@ -1578,7 +1582,7 @@ int main(int argc, char **argv)
     const long rss_slack_kb = 96 * 1024;
 #endif
     uint64_t index = 0;
-    bool rss_checked = !running_emulated();
+    bool rss_checked = !emulated;
     do {
         run_epoch(index, &rng, epoch_ns);
         pool_check_epoch_end(index);

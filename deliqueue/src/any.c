@@ -19,33 +19,11 @@
 
 /* Every core from dq_create to its teardown, so that dq_pool_stats can
    count the nodes their loopers hold retired. */
-static dq_core *cores;
-static uint64_t core_count;
-static pthread_mutex_t cores_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void core_register(dq_core *core)
-{
-    pthread_mutex_lock(&cores_lock);
-    core->reg_prev = NULL;
-    core->reg_next = cores;
-    if (cores != NULL)
-        cores->reg_prev = core;
-    cores = core;
-    core_count++;
-    pthread_mutex_unlock(&cores_lock);
-}
+static dq_registry cores = DQ_REGISTRY_INIT;
 
 void dq_core_unregister(dq_core *core)
 {
-    pthread_mutex_lock(&cores_lock);
-    if (core->reg_prev != NULL)
-        core->reg_prev->reg_next = core->reg_next;
-    else
-        cores = core->reg_next;
-    if (core->reg_next != NULL)
-        core->reg_next->reg_prev = core->reg_prev;
-    core_count--;
-    pthread_mutex_unlock(&cores_lock);
+    dq_registry_remove(&cores, &core->reg);
 }
 
 int dq_pool_stats(struct dq_pool_stats *out)
@@ -54,15 +32,17 @@ int dq_pool_stats(struct dq_pool_stats *out)
         return -EINVAL;
     memset(out, 0, sizeof(*out));
     uint64_t limbo = 0;
-    pthread_mutex_lock(&cores_lock);
+    pthread_mutex_lock(&cores.lock);
     /* relaxed: each looper stores its own counts (limbo_count, the
        recycled batch's mask) */
-    for (dq_core *c = cores; c != NULL; c = c->reg_next)
+    for (dq_reg_link *l = cores.head; l != NULL; l = l->next) {
+        dq_core *c = dq_reg_entry(l, dq_core, reg);
         limbo += atomic_load_explicit(&c->limbo_count, memory_order_relaxed) +
                  (uint64_t)__builtin_popcountll(
                      atomic_load_explicit(&c->recycled.mask, memory_order_relaxed));
-    out->queues = core_count;
-    pthread_mutex_unlock(&cores_lock);
+    }
+    out->queues = cores.count;
+    pthread_mutex_unlock(&cores.lock);
     uint64_t reserved, total, free_nodes, cached, threads;
     dq_pool_count(&reserved, &total, &free_nodes, &cached, &threads);
     out->reserved_bytes = reserved;
@@ -119,7 +99,7 @@ dq_queue *dq_create(const dq_options *opts)
     core->next_front_seq = (INT64_C(1) << 62) - 1;
     dq_pool_batch_init(&core->recycled);
     atomic_init(&core->limbo_count, 0);
-    core_register(core);
+    dq_registry_add(&cores, &core->reg);
     atomic_init(&q->core, core);
     return q;
 fail:
@@ -912,14 +892,14 @@ void dq_quit_safely(dq_queue *q)
     if (q == NULL)
         return;
     tag_top(q);
-    int64_t cut = -1;
-    /* relaxed: only quit_safely callers read it, each after its own RMW
-       on it.  The first quit_safely's time stands; a racing one trims
-       with it too. */
-    if (atomic_compare_exchange_strong_explicit(&q->quit_time, &cut, dq_now(),
+    int64_t now = dq_now(), cut = -1;
+    /* relaxed: only quit_safely callers read it, each through its own RMW
+       on it.  The first quit_safely's time stands (a failed CAS leaves it
+       in cut); a racing one trims with it too. */
+    if (atomic_compare_exchange_strong_explicit(&q->quit_time, &cut, now,
                                                 memory_order_relaxed,
                                                 memory_order_relaxed))
-        cut = atomic_load_explicit(&q->quit_time, memory_order_relaxed);
+        cut = now;
     quit_safely_trim(q, cut);
     raise_quit_mode(q, DQ_QUIT_SAFELY);
 #ifdef DQ_MUTANT_DRAIN_REFUSES_REMOVAL

@@ -33,6 +33,8 @@
 #include <deliqueue/msg.h>
 #include <deliqueue_arch/cpu.h>
 
+#include "registry.h"
+
 /* state word: generation << 3 | barrier << 2 | life */
 enum dq_life {
     DQ_FREE = 0,      /* in the pool, in a producer's hands, or retired */
@@ -210,8 +212,8 @@ _Static_assert(DQ_POOL_AHEAD < DQ_POOL_MAG_NODES, "prefetch within a magazine");
    next, count and stash_nodes are atomics written by the owning thread
    alone, with relaxed stores (the code a plain access compiles to), so
    that dq_pool_stats may read them from another thread; a registered
-   cache is on the pool's list of caches (reg_prev, reg_next, under its
-   lock) until its thread exits. */
+   cache is on the pool's registry of caches (reg) until its thread
+   exits. */
 struct dq_pool_cache {
     _Atomic uint32_t next, count;
     dq_node *mag[DQ_POOL_MAG_NODES];
@@ -220,7 +222,7 @@ struct dq_pool_cache {
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
     bool     registered;
-    struct dq_pool_cache *reg_prev, *reg_next;
+    dq_reg_link reg;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));

@@ -72,10 +72,8 @@ static uint64_t reserved_bytes; /* under grow_lock: slabs and free-map words */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The registered threads' caches, for dq_pool_count: a thread's cache is
-   on this list from its first slow post until its exit. */
-static struct dq_pool_cache *caches;
-static uint64_t cache_threads;
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+   on it from its first slow post until its exit. */
+static dq_registry caches = DQ_REGISTRY_INIT;
 
 _Thread_local struct dq_pool_cache dq_pool_cache;
 static pthread_key_t cache_key;
@@ -270,19 +268,11 @@ static void cache_release(void *unused)
     for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
         if (dq_pool_cache.stash_mask[i] != 0)
             give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
-    pthread_mutex_lock(&caches_lock);
     atomic_store_explicit(&dq_pool_cache.next, 0, memory_order_relaxed);
     atomic_store_explicit(&dq_pool_cache.count, 0, memory_order_relaxed);
     atomic_store_explicit(&dq_pool_cache.stash_nodes, 0, memory_order_relaxed);
     dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
-    if (dq_pool_cache.reg_prev != NULL)
-        dq_pool_cache.reg_prev->reg_next = dq_pool_cache.reg_next;
-    else
-        caches = dq_pool_cache.reg_next;
-    if (dq_pool_cache.reg_next != NULL)
-        dq_pool_cache.reg_next->reg_prev = dq_pool_cache.reg_prev;
-    cache_threads--;
-    pthread_mutex_unlock(&caches_lock);
+    dq_registry_remove(&caches, &dq_pool_cache.reg);
 }
 
 static void cache_key_create(void)
@@ -296,14 +286,7 @@ static void cache_register(void)
     /* any non-NULL value makes the destructor run at thread exit */
     (void)pthread_setspecific(cache_key, &dq_pool_cache);
     dq_pool_cache.registered = true;
-    pthread_mutex_lock(&caches_lock);
-    dq_pool_cache.reg_prev = NULL;
-    dq_pool_cache.reg_next = caches;
-    if (caches != NULL)
-        caches->reg_prev = &dq_pool_cache;
-    caches = &dq_pool_cache;
-    cache_threads++;
-    pthread_mutex_unlock(&caches_lock);
+    dq_registry_add(&caches, &dq_pool_cache.reg);
 }
 
 /* No word was found free from scan_from up: scan the whole map (bits a
@@ -453,15 +436,16 @@ void dq_pool_count(uint64_t *reserved, uint64_t *total, uint64_t *free_nodes,
             atomic_load_explicit(free_word(w), memory_order_relaxed));
     *free_nodes = nfree;
     uint64_t held = 0;
-    pthread_mutex_lock(&caches_lock);
+    pthread_mutex_lock(&caches.lock);
     /* relaxed: each owner stores its own counts (dq_pool_cache) */
-    for (struct dq_pool_cache *c = caches; c != NULL; c = c->reg_next) {
+    for (dq_reg_link *l = caches.head; l != NULL; l = l->next) {
+        struct dq_pool_cache *c = dq_reg_entry(l, struct dq_pool_cache, reg);
         uint32_t next = atomic_load_explicit(&c->next, memory_order_relaxed);
         uint32_t count = atomic_load_explicit(&c->count, memory_order_relaxed);
         held += (count > next ? count - next : 0) +
                 atomic_load_explicit(&c->stash_nodes, memory_order_relaxed);
     }
-    *threads = cache_threads;
-    pthread_mutex_unlock(&caches_lock);
+    *threads = caches.count;
+    pthread_mutex_unlock(&caches.lock);
     *cached = held;
 }

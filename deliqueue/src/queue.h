@@ -85,8 +85,7 @@ typedef struct dq_core {
                                                  dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
     dq_pool_batch recycled;
-    /* the live cores' list, under the registry's lock (dq_pool_stats) */
-    struct dq_core *reg_prev, *reg_next;
+    dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
 
 struct dq_queue {
