@@ -198,12 +198,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     int64_t deadline = s & ~DQ_HELD;
     if (due >= deadline)
         return 0;
-#ifdef DQ_MUTANT_BARRIER_SKIPS_WAKE
-    /* mutant: no sync post wakes a sleeper held by a barrier, although one
-       that sorts before the barrier is deliverable */
-    if ((s & DQ_HELD) && !async)
-        return 0;
-#else
     /* relaxed: ordered after our seq_cst (acquire) load of s, which read
        the consumer's seq_cst (release) store of s, made after it stored
        held_due; a newer value is a later sleep's, whose re-read of top
@@ -211,7 +205,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     if ((s & DQ_HELD) && !async &&
         due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
         return 0;
-#endif
     wake_sleeper(q, s);
     return 0;
 }
@@ -448,11 +441,6 @@ static int core_enter(dq_queue *q, bool *counted)
 {
     if (dq_looper_is_self(q)) {
         *counted = false;
-#ifdef DQ_MUTANT_CONSUMER_IGNORES_QUIT
-        /* mutant: no quit check, so a cancel after dq_quit goes through
-           and answers 0 for a message the quit has already dropped */
-        return 0;
-#else
         /* relaxed: this thread set the bit itself if it tore the core
            down; a quit by another thread racing with us only means the
            cancel lands just before it, which the teardown (on this
@@ -460,7 +448,6 @@ static int core_enter(dq_queue *q, bool *counted)
         return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
                    ? -ENOENT
                    : 0;
-#endif
     }
     *counted = true;
     return dq_users_enter(q);
@@ -500,19 +487,11 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
                    memory_order_acq_rel, memory_order_relaxed)) {
         err = -ENOENT;
     } else {
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        /* mutant: counted out while the discard callback and the push
-           below still use the queue's core */
-        core_leave(q, counted);
-#endif
         if (!barrier)
             dq_report_discard(q, n);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        return 0;
-#endif
     }
     core_leave(q, counted);
     return err;
@@ -660,12 +639,10 @@ static void match_walk_on_looper(match_walk *w, dq_core *core)
     /* a private copy: no store of the walk can alias it, so its fields
        stay in registers across the loops */
     const dq_match match = *w->match;
-#ifndef DQ_MUTANT_LOOPER_WALK_SKIPS_UNSWEPT
     uint64_t s;
     for (dq_node *n = walk_first(w->q); n != core->boundary; n = walk_next(n))
         if (match_walk_hit(&match, n, &s) && match_walk_take(w, n, s))
             return;
-#endif
     const dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
         dq_heap_segment seg[3];
@@ -902,10 +879,6 @@ void dq_quit_safely(dq_queue *q)
         cut = now;
     quit_safely_trim(q, cut);
     raise_quit_mode(q, DQ_QUIT_SAFELY);
-#ifdef DQ_MUTANT_DRAIN_REFUSES_REMOVAL
-    /* mutant: removers shut out at once, as if the drain had ended */
-    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
-#endif
     dq_wake_consumer(q);
 }
 
