@@ -43,12 +43,13 @@ def read(root, path):
 
 
 def snippet_regex(snippet):
-    """The snippet with every run of whitespace matching any run of it
-    (and the edges free to sit anywhere)."""
-    parts = snippet.split()
+    """The snippet's tokens (words and single punctuation characters) with
+    any whitespace, or none, between them: a reformatted line still
+    matches, and uniqueness is checked anyway."""
+    parts = re.findall(r"\w+|\S", snippet)
     if not parts:
         raise RuleError("empty snippet")
-    return re.compile(r"\s+".join(re.escape(p) for p in parts))
+    return re.compile(r"\s*".join(re.escape(p) for p in parts))
 
 
 def locate(root, snippet, files=None, texts=None):
@@ -187,7 +188,10 @@ FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BU
 def run_gate(ws, output_base, gate, log, resources):
     """Runs one gate in ws; Bazel cancels cleanly on SIGINT at the bound."""
     cmd = ["bazel", "--output_base=" + output_base, "test"] + resources + [
-        "--keep_going", "--nocache_test_results", "--test_output=errors",
+        # the first failing test ends the gate: a mutant that hangs costs
+        # one test's timeout, not every test's
+        "--nokeep_going", "--notest_keep_going",
+        "--nocache_test_results", "--test_output=errors",
         # a mutant's objects are of no use to anyone else's build
         "--noremote_upload_local_results",
     ] + gate.args
@@ -203,14 +207,21 @@ def run_gate(ws, output_base, gate, log, resources):
         text = f.read()
     fails = ["%s %s" % m for m in FAIL_LINE.findall(text)]
     detail = ",".join(fails[:4])
+    tests_failed = [f for f in fails if not f.endswith("FAILED TO BUILD")]
+    compile_error = re.search(r"C\+\+ compilation of rule|Linking of rule .* failed|"
+                              r"^ERROR: .*(Analysis|Loading) .*failed|^\S+:\d+:\d+: error: ",
+                              text, re.M)
     if rc == 0:
         outcome = "pass"
     elif rc in (124, 137) or (rc == 8 and seconds >= gate.bound - 1):
         outcome = "timeout"
-    elif rc == 3 or (fails and not all(f.endswith("FAILED TO BUILD") for f in fails)):
+    elif tests_failed or rc == 3:
         outcome = "killed"
+        if not detail:
+            errs = re.findall(r"^ERROR: (.*)$", text, re.M)
+            detail = (errs[0] if errs else "bazel exit %d" % rc)[:200]
     else:
         outcome = "build-error"
-        errs = re.findall(r"^(?:ERROR: .*|.*error: .*)$", text, re.M)
+        errs = re.findall(r"^\S+:\d+:\d+: error: .*$|^ERROR: .*$", text, re.M)
         detail = (errs[0] if errs else "bazel exit %d" % rc)[:200]
     return GateResult(outcome, seconds, detail)

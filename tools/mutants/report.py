@@ -8,7 +8,6 @@ by hand, so it outlives the runs that regenerate the table.
 """
 
 import os
-import shlex
 from collections import namedtuple, OrderedDict
 
 HEADER = ["site", "mutation", "verdict", "gate", "seconds", "reason"]
@@ -178,13 +177,11 @@ def write_doc(path, reasons_path, doc, gates):
     w("## Not run yet")
     w("")
     if unrun:
-        w("Run them all (hours on two cores) with")
-        w("`tools/mutants/run --no-baseline --only=PATTERN` per mutant or pattern")
-        w("(`--only` takes shell patterns on the mutation, comma-separated), or every")
-        w("mutant not yet run with:")
+        w("Each is run by `tools/mutants/run --no-baseline --only='MUTATION'` (the")
+        w("mutation column; `--only` takes comma-separated shell patterns), and all of")
+        w("them, hours on two cores, by:")
         w("")
-        w("    tools/mutants/run --only=%s" % shlex.quote(",".join(r.mutation for r in unrun[:3]))
-          + (",... (the mutations below)" if len(unrun) > 3 else ""))
+        w("    tools/mutants/run --not-run")
         w("")
         w("| site | mutation | note |")
         w("| --- | --- | --- |")

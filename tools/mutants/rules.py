@@ -3,8 +3,8 @@
 A rule is a list of edits.  An edit names a snippet of the library's code
 and the text that replaces it.  The snippet is searched in every C source
 and header under deliqueue/ and arch/ (not by path: the code moves between
-files), with any run of whitespace in the snippet matching any run of
-whitespace in the source; it must match exactly once, or the rule is
+files), token by token with any whitespace or none between tokens; it
+must match exactly once, or the rule is
 reported as broken (no match: the code it targets changed; more than one:
 the snippet needs more context).  `token` is the original text the site
 column of the results shows.

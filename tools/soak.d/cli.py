@@ -67,7 +67,11 @@ def parse_args(argv):
     p.add_argument("--stress-target", default=STRESS_LABEL,
                    help="Bazel label of the stress binary (default: %(default)s)")
     p.add_argument("--bazel-flags", default="",
-                   help="extra bazel build flags, e.g. '--copt=-DDQ_MUTANT_DELIVER_NO_CAS'")
+                   help="extra bazel build flags, e.g. '--copt=-O1'")
+    p.add_argument("--mutant", metavar="RULE",
+                   help="build from a copy of the tree rewritten by this named rule of "
+                        "tools/mutants/rules.py, e.g. DELIVER_NO_CAS (a planted bug the "
+                        "soak must catch)")
     p.add_argument("--grace", type=float,
                    help="seconds past --duration before a run counts as hung "
                         "(default: 30 + 5%% of the duration)")
@@ -233,6 +237,19 @@ def bazel_config_flags(config):
     return []
 
 
+def mutant_tree(rule):
+    """A copy of the working tree (kept between soaks, so Bazel rebuilds
+    only what the rule touches) rewritten by the named rule."""
+    tree = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                        "deliqueue-mutants", "soak", "tree")
+    p = subprocess.run([sys.executable, os.path.join(REPO, "tools", "mutants", "run"),
+                        "--apply=" + rule, "--to=" + tree],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise RuntimeError("mutant %s: %s" % (rule, p.stdout.decode(errors="replace").strip()))
+    return tree
+
+
 def build(config, a, out_dir):
     """bazel build one config and copy the binary to OUT/bin/CONFIG/dq_stress
     (so the repro command keeps working after the next build).
@@ -245,13 +262,14 @@ def build(config, a, out_dir):
     os.makedirs(os.path.dirname(logpath), exist_ok=True)
     flags = bazel_config_flags(config) + shlex.split(a.bazel_flags)
     t0 = time.time()
+    tree = mutant_tree(a.mutant) if a.mutant else REPO
     dst = os.path.join(out_dir, "bin", config, "dq_stress")
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     with open(logpath, "w") as lf:
         def bazel(cmd, **kw):
             lf.write("$ %s\n" % " ".join(shlex.quote(w) for w in cmd))
             lf.flush()
-            return subprocess.run(cmd, cwd=REPO, stderr=lf, **kw)
+            return subprocess.run(cmd, cwd=tree, stderr=lf, **kw)
         # Bazel 4.2 has no --output=files; starlark output gives the same paths
         q = bazel([a.bazel, "cquery"] + flags + [
             "--output=starlark",
@@ -260,7 +278,7 @@ def build(config, a, out_dir):
         files = [l.strip() for l in q.stdout.decode().splitlines() if l.strip()]
         if q.returncode != 0 or not files:
             raise RuntimeError("bazel cquery found no output, see %s" % logpath)
-        src = os.path.join(REPO, files[0])
+        src = os.path.join(tree, files[0])
         for attempt in range(3):
             p = bazel([a.bazel, "build"] + flags + [a.stress_target], stdout=lf)
             if p.returncode != 0:
