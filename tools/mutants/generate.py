@@ -129,8 +129,9 @@ def function_at(text, offset):
     if dm:
         inner = re.findall(r"static[^;{}()]*?\b([A-Za-z_][\w#]*)\s*\(", text[first:offset])
         return inner[-1] if inner else dm.group(1)
-    defs = re.findall(r"(?m)^(?!#)[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{",
-                      text[:offset])
+    head = re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", "", text[:offset])
+    defs = re.findall(r"(?m)^(?![#\s])(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{",
+                      head)
     return defs[-1] if defs else "file scope"
 
 

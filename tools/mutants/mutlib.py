@@ -182,7 +182,7 @@ Gate = namedtuple("Gate", "name bound args")
 
 GateResult = namedtuple("GateResult", "outcome seconds detail")  # pass|killed|timeout|build-error
 
-FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD)", re.M)
+FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED TO BUILD|FAILED|TIMEOUT|FLAKY)\b", re.M)
 
 
 def run_gate(ws, output_base, gate, log, resources):

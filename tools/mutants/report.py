@@ -90,7 +90,9 @@ def kind(mutation):
     return "operator/boundary"
 
 
-def write_doc(path, reasons_path, doc, gates):
+def write_doc(path, reasons_path, doc, gates, whats, ci):
+    """whats: mutation -> the bug it plants, for the named rules; ci: the CI
+    sample's (mutation, gate, bazel arguments)."""
     rows = list(load(path).values())
     reasons = load_reasons(reasons_path)
     ran = [r for r in rows if r.verdict in ("killed", "survived")]
@@ -123,6 +125,25 @@ def write_doc(path, reasons_path, doc, gates):
     w("| --- | --- | --- |")
     for g in gates:
         w("| %s | %d s | `%s` |" % (g.name, g.bound, " ".join(g.args)))
+    w("")
+    w("The whole set takes hours on two cores, so it runs in pieces, and a piece")
+    w("that cannot finish takes a sample: `--sample=N --seed=S` runs the N mutants")
+    w("with the smallest sha256 of (seed, mutation), in that order, so the same seed")
+    w("picks the same mutants, and a run cut short has run a smaller sample drawn")
+    w("the same way. Each run records what it ran in `results.tsv`; the rest stay")
+    w("`not run` (listed at the end) until a run reaches them.")
+    w("")
+    w("## The CI sample")
+    w("")
+    w("`tools/mutants/run --sample-ci` (a row of `tools/farm`) runs one mutant per")
+    w("gate against that gate alone, narrowed to a test that sees the bug, in a")
+    w("persistent copy of the tree; it fails if any of them survives (about three")
+    w("minutes on two cores with the farm's builds in the disk cache):")
+    w("")
+    w("| gate | mutant | bazel test ... |")
+    w("| --- | --- | --- |")
+    for m, g, args in ci:
+        w("| %s | `%s` | `%s` |" % (g, m, " ".join(args)))
     w("")
     w("## Kill rate")
     w("")
@@ -165,10 +186,19 @@ def write_doc(path, reasons_path, doc, gates):
     else:
         w("None.")
     w("")
+    w("## Named rules")
+    w("")
+    w("| rule | the bug | verdict | first failing gate | seconds |")
+    w("| --- | --- | --- | --- | --- |")
+    for r in rows:
+        if r.mutation in whats:
+            w("| `%s` | %s | %s | %s | %s |" % (r.mutation[len("rule "):], whats[r.mutation],
+                                               r.verdict, r.gate, r.seconds))
+    w("")
     w("## Killed")
     w("")
     if killed:
-        w("| site | mutation | gate | seconds | failing targets |")
+        w("| site | mutation | gate | seconds | failing test |")
         w("| --- | --- | --- | --- | --- |")
         for r in killed:
             w("| `%s` | `%s` | %s | %s | %s |" % (r.site, r.mutation, r.gate, r.seconds,
