@@ -127,6 +127,8 @@ void dq_unref(dq_queue *q)
     dq_quit(q);
     /* We hold the only reference, so no other thread is inside a call on
        q: tearing down here is the consumer's job done on its behalf. */
+    /* acquire: pairs with the teardown's release store of NULL, when the
+       consumer already tore the core down */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
     dq_event_fini(&q->wake);
@@ -139,6 +141,7 @@ void dq_unref(dq_queue *q)
 
 int dq_users_enter(dq_queue *q)
 {
+    /* relaxed: the CAS's first guess; the CAS itself acquires */
     uint64_t u = atomic_load_explicit(&q->users, memory_order_relaxed);
     do {
         if (u & DQ_USERS_QUIT)
@@ -218,6 +221,7 @@ int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
    looper_await_quit_mode's store of the word and re-read of the mode. */
 static void raise_quit_mode(dq_queue *q, int mode)
 {
+    /* relaxed: the CAS's first guess */
     int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
     while (old < mode &&
            !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,

@@ -79,6 +79,9 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
                                                   bool barrier, dq_token *tok)
 {
     uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
+    /* relaxed: the node was never published, so no payload passes
+       through this CAS; it only decides between us and a guessed token's
+       claim (acq_rel there), which already read what it reports */
     if (!atomic_compare_exchange_strong_explicit(
             &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
             memory_order_relaxed, memory_order_relaxed)) {
@@ -132,6 +135,7 @@ post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
     for (;;) {
         if (__builtin_expect(top & DQ_TOP_QUIT, 0))
             return post_refused(n, gen, barrier, tok);
+        /* relaxed: published by the push CAS (release) below */
         atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
         /* seq_cst, relaxed on failure: as in post_node_with */
         if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
@@ -179,7 +183,8 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
                         : atomic_load_explicit(&q->top, memory_order_relaxed);
     if (__builtin_expect(top & DQ_TOP_QUIT, 0))
         return post_refused(n, gen, barrier, tok);
-    /* top is a node pointer now (no tag bit): no mask */
+    /* top is a node pointer now (no tag bit): no mask.  relaxed: published
+       by the push CAS (release) below */
     atomic_store_explicit(&n->next, (dq_node *)top, memory_order_relaxed);
     /* seq_cst (a release RMW at least): publishes the node to the
        looper's and walkers' acquire loads of top, and orders the push
