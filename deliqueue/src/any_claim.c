@@ -81,11 +81,6 @@ static int core_enter(dq_queue *q, bool *counted)
 {
     if (dq_looper_is_self(q)) {
         *counted = false;
-#ifdef DQ_MUTANT_CONSUMER_IGNORES_QUIT
-        /* mutant: no quit check, so a cancel after dq_quit goes through
-           and answers 0 for a message the quit has already dropped */
-        return 0;
-#else
         /* relaxed: this thread set the bit itself if it tore the core
            down; a quit by another thread racing with us only means the
            cancel lands just before it, which the teardown (on this
@@ -93,7 +88,6 @@ static int core_enter(dq_queue *q, bool *counted)
         return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
                    ? -ENOENT
                    : 0;
-#endif
     }
     *counted = true;
     return dq_users_enter(q);
@@ -133,19 +127,11 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
                    memory_order_acq_rel, memory_order_relaxed)) {
         err = -ENOENT;
     } else {
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        /* mutant: counted out while the discard callback and the push
-           below still use the queue's core */
-        core_leave(q, counted);
-#endif
         if (!barrier)
             dq_report_discard(q, n);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        return 0;
-#endif
     }
     core_leave(q, counted);
     return err;

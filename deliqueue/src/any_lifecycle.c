@@ -279,9 +279,5 @@ void dq_quit_safely(dq_queue *q)
         cut = now;
     dq_claim_due_after(q, cut);
     raise_quit_mode(q, DQ_QUIT_SAFELY);
-#ifdef DQ_MUTANT_DRAIN_REFUSES_REMOVAL
-    /* mutant: removers shut out at once, as if the drain had ended */
-    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
-#endif
     dq_wake_consumer(q);
 }

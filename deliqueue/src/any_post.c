@@ -53,12 +53,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     int64_t deadline = s & ~DQ_HELD;
     if (due >= deadline)
         return 0;
-#ifdef DQ_MUTANT_BARRIER_SKIPS_WAKE
-    /* mutant: no sync post wakes a sleeper held by a barrier, although one
-       that sorts before the barrier is deliverable */
-    if ((s & DQ_HELD) && !async)
-        return 0;
-#else
     /* relaxed: ordered after our seq_cst (acquire) load of s, which read
        the consumer's seq_cst (release) store of s, made after it stored
        held_due; a newer value is a later sleep's, whose re-read of top
@@ -66,7 +60,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     if ((s & DQ_HELD) && !async &&
         due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
         return 0;
-#endif
     wake_sleeper(q, s);
     return 0;
 }

@@ -46,9 +46,6 @@ static uint64_t looper_thread_id(void)
 
 bool dq_looper_is_self(dq_queue *q)
 {
-#ifdef DQ_MUTANT_LOOPER_WALK_ANY_THREAD
-    return q != NULL; /* mutant: every thread scans the looper's heaps */
-#endif
     /* relaxed: compared with our own id only, which no other thread
        stores; a stale value is never our id unless we stored it */
     return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
@@ -164,11 +161,7 @@ static void looper_reclaim(dq_core *core, bool force)
         if (core->limbo_head == NULL)
             core->limbo_tail = NULL;
         looper_limbo_count_add(core, -1);
-#ifdef DQ_MUTANT_RETIRED_NEVER_RETURNED
-        (void)n; /* mutant: the node never goes back to the pool */
-#else
         dq_pool_batch_add(&core->recycled, n);
-#endif
     }
 }
 
@@ -176,13 +169,9 @@ static void looper_reclaim(dq_core *core, bool force)
 
 static uintptr_t looper_read_top(dq_queue *q)
 {
-#ifdef DQ_MUTANT_TOP_RELAXED
-    return atomic_load_explicit(&q->top, memory_order_relaxed); /* mutant */
-#else
     /* acquire: pairs with the push CASes (a release sequence), so every
        node reached from here has its producer's payload visible */
     return atomic_load_explicit(&q->top, memory_order_acquire);
-#endif
 }
 
 static void looper_sweep_node(dq_core *core, dq_node *n)
@@ -274,16 +263,10 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
         uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
         for (;;) {
             if (dq_top_node(top) != n) {
-#ifndef DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM
                 if (looper_sweep(q, core) != 0) {
                     looper_unlink_below_new(q, core, n, next);
                     return;
                 }
-#else
-                (void)looper_sweep(q, core); /* mutant: may leave n linked */
-                if (n->prev == NULL)
-                    return;
-#endif
                 break;
             }
             /* acq_rel: on success walkers that acquire the new top see
@@ -308,10 +291,8 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
 static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
 {
     looper_heap_remove(core, n);
-#ifndef DQ_MUTANT_FREELIST_NO_UNLINK
     if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
         looper_unlink(q, core, n);
-#endif
     looper_retire(core, n);
 }
 
@@ -394,11 +375,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
     /* relaxed: the CAS below validates it */
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
     bool won;
-#ifdef DQ_MUTANT_DELIVER_NO_CAS
-    atomic_store_explicit(&n->state, dq_state_with_life(s, DQ_DELIVERED),
-                          memory_order_relaxed); /* mutant */
-    won = true;
-#else
     /* relaxed: the RMW's atomicity alone decides the winner; the payload
        was acquired when the node was swept and is not written again
        until the node is recycled */
@@ -406,7 +382,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
           atomic_compare_exchange_strong_explicit(
               &n->state, &s, dq_state_with_life(s, DQ_DELIVERED),
               memory_order_relaxed, memory_order_relaxed);
-#endif
     looper_heap_remove(core, n);
     looper_unlink(q, core, n);
     if (!won)

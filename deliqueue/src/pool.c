@@ -95,27 +95,14 @@ static _Atomic uint64_t *free_word(uint32_t w)
     return &chunk_free[w / CHUNK_WORDS][w % CHUNK_WORDS];
 }
 
-#ifdef DQ_MUTANT_FREE_MAP_RELAXED
-#define GIVE_BACK_ORDER memory_order_relaxed /* mutant */
-#define TAKE_ORDER      memory_order_relaxed /* mutant */
-#else
 #define GIVE_BACK_ORDER memory_order_release
 #define TAKE_ORDER      memory_order_acquire
-#endif
 
 /* Take every free node of word *p: the word's bits, which are then 0. */
 static uint64_t take_word(_Atomic uint64_t *p)
 {
-#ifdef DQ_MUTANT_TAKE_NOT_ATOMIC
-    /* mutant: two takers can both read the bits, and a give-back between
-       the load and the store is lost */
-    uint64_t mask = atomic_load_explicit(p, TAKE_ORDER);
-    atomic_store_explicit(p, 0, memory_order_relaxed);
-    return mask;
-#else
     /* acquire: pairs with give_back's release (the nodes' resets) */
     return atomic_exchange_explicit(p, 0, TAKE_ORDER);
-#endif
 }
 
 /* Take every free node of word w, if it looks non-empty: 0 if not, or if a
@@ -168,14 +155,7 @@ static void mag_fill(void)
         uint64_t mask = dq_pool_cache.stash_mask[i];
         for (; mask != 0 && k < DQ_POOL_MAG_NODES; mask &= mask - 1)
             dq_pool_cache.mag[k++] = base + __builtin_ctzll(mask);
-#ifdef DQ_MUTANT_MAG_SPLIT_KEEPS_BITS
-        /* mutant: a split word keeps the bits of the nodes just moved, so
-           the next fill hands them out again */
-        if (mask == 0)
-            dq_pool_cache.stash_mask[i] = 0;
-#else
         dq_pool_cache.stash_mask[i] = mask;
-#endif
         if (mask == 0)
             i++;
     }
