@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <deliqueue/msg.h>
+#include "msg.h"
 #include <deliqueue_arch/cpu.h>
 
 #include "queue.h"
@@ -94,6 +94,8 @@ static void looper_heap_remove(dq_core *core, dq_node *n)
    repeat). */
 static bool looper_reset_node(dq_node *n)
 {
+    /* relaxed: the state's last change was this thread's delivery CAS or
+       a remover's claim, acquired through the removal list */
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
     if (gen >= DQ_GEN_MAX)
         return false;
@@ -370,6 +372,7 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
 /* Claim n for delivery.  Exactly one of this CAS and a remover's wins. */
 static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
 {
+    /* relaxed: the CAS below validates it */
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
     bool won;
     /* relaxed: the RMW's atomicity alone decides the winner; the payload
@@ -401,9 +404,13 @@ static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
 
 void dq_looper_teardown(dq_queue *q)
 {
+    /* relaxed: the consumer's (or the last reference's) own view of the
+       core, which only this function changes */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
     /* Park until the last remover or walker is out.  We set the quit bit
-       ourselves so no new one can enter whatever the caller did. */
+       ourselves so no new one can enter whatever the caller did.  acq_rel:
+       release, so a remover refused by the bit is ordered after it;
+       acquire, as dq_quit's own setting of it */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     for (;;) {
         uint32_t seen = dq_event_read(&q->wake);
@@ -415,8 +422,13 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* Alone now: no producer can push (quit tag), no remover is inside. */
     dq_pool_batch *batch = &core->recycled;
+    /* acquire: pairs with the removers' push CAS (their claims and links) */
     dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
                                                 memory_order_acquire);
+    /* acquire: pairs with the push CASes, so every node's payload is
+       visible; the links and states below were then written before those
+       pushes or by this thread (the looper), or acquired with the users
+       count at zero: relaxed */
     dq_node *top = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
     for (dq_node *n = top; n != NULL;
          n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
@@ -438,6 +450,7 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* then the stack itself (retiring clears the TORN marks) */
     for (dq_node *n = top; n != NULL;) {
+        /* relaxed: as in the walk above */
         dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
         looper_retire_now(n, batch);
         n = next;
@@ -449,6 +462,8 @@ void dq_looper_teardown(dq_queue *q)
     }
     dq_pool_batch_flush(batch);
     dq_core_unregister(core);
+    /* relaxed: no producer can push (the tag stays set) and no walker is
+       inside; an empty tagged stack for whoever still holds a reference */
     atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
     dq_heap_fini(&core->sync_heap);
     dq_heap_fini(&core->async_heap);
@@ -502,6 +517,7 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     if (spin_end > deadline && !dq_clock_is_manual())
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
+        /* acquire: see looper_has_news */
         if (looper_has_news(q, core, memory_order_acquire))
             return;
         dq_arch_cpu_relax();
@@ -563,6 +579,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     int err = looper_claim(q);
     if (err)
         return err;
+    /* acquire: pairs with the teardown's release store of NULL */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
@@ -575,6 +592,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
            The mode: dq_quit raises it before the tag, dq_quit_safely
            after (looper_await_quit_mode). */
         int mode = DQ_RUNNING;
+        /* acquire: pairs with the tag's seq_cst RMW (tag_top), so the
+           mode raised before it by dq_quit is visible */
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
             mode = looper_await_quit_mode(q);
         /* one clock read per step, before the sweep: what was due by

@@ -187,7 +187,9 @@ FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED TO BUILD|FAILED|TIMEOUT|FLAKY)\b", r
 
 def run_gate(ws, output_base, gate, log, resources):
     """Runs one gate in ws; Bazel cancels cleanly on SIGINT at the bound."""
-    cmd = ["bazel", "--output_base=" + output_base, "test"] + resources + [
+    # the server stays warm from gate to gate and mutant to mutant, and goes
+    # away soon after the last (the machine is shared)
+    cmd = ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", "test"] + resources + [
         # the first failing test ends the gate: a mutant that hangs costs
         # one test's timeout, not every test's
         "--nokeep_going", "--notest_keep_going",

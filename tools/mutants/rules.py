@@ -108,9 +108,9 @@ RULES = [
     ]),
     Rule("LOOPER_WALK_SKIPS_UNSWEPT", "dq_remove/dq_has on the consumer's thread scan only the heaps, not the unswept posts", [
         E("""uint64_t s;
-    for (dq_node *n = walk_first(w->q); n != core->boundary; n = walk_next(n))
-        if (match_walk_hit(&match, n, &s) && match_walk_take(w, n, s))
-            return;""", "", "walk_first"),
+    for (dq_node *n = dq_walk_first(w->q); n != core->boundary; n = dq_walk_next(n))
+        if (dq_match_walk_hit(&match, n, &s) && dq_match_walk_take(w, n, s))
+            return;""", "", "dq_walk_first"),
     ]),
     Rule("LOOPER_WALK_ANY_THREAD", "every thread, not only the consumer's, scans the looper's heaps", [
         E("""bool dq_looper_is_self(dq_queue *q)

@@ -81,7 +81,7 @@ static inline int dq_sign_cmp(int64_t a, int64_t b)
     return (a > b) - (a < b);
 }
 
-/* The seeds' branchless comparator: sign(when) * 2 + sign(seq).  Its sign
+/* The branchless comparator of the Android MessageQueue article: sign(when) * 2 + sign(seq).  Its sign
    is the lexicographic order; correct over the whole int64 range. */
 static inline int dq_key_cmp(dq_key a, dq_key b)
 {
