@@ -27,6 +27,7 @@
 #include <deliqueue/heap.h>
 
 #include "node.h"
+#include "trace.h"
 #include "wait.h"
 
 #define DQ_CACHE_LINE 64
@@ -107,6 +108,7 @@ struct dq_queue {
     _Atomic(dq_core *) core;         /* NULL after teardown */
     dq_options opts;
 
+    _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
     pthread_mutex_t  idle_lock;      /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t           idle_count, idle_capacity;
