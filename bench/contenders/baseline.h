@@ -24,8 +24,8 @@
 #include <stdlib.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/heap.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/heap.h>
+#include <deliqueue_internal/msg.h>
 #include <deliqueue_arch/cpu.h>
 
 #include "bench/contender.h"

@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdatomic.h>
+#include <time.h>
 
 #include <deliqueue/deliqueue.h>
 
-#include "wait.h"
+#include "clock.h"
+
+int64_t dq_clock_real(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 #ifdef DQ_TEST_CLOCK
 #include <deliqueue/testing.h>

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <deliqueue/msg.h>
+#include "msg.h"
 #include <deliqueue_arch/cpu.h>
 
 #include "queue.h"

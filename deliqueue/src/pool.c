@@ -8,7 +8,7 @@
  * exchange with 0 each), every non-empty one of the cache line of words
  * it finds first and of the lines after it until it holds 64 nodes, and
  * posts their nodes in address order from a magazine of 64 node pointers
- * (node.h, dq_pool_cache); a looper gives retired nodes back by or-ing
+ * (pool.h, dq_pool_cache); a looper gives retired nodes back by or-ing
  * their bits in, one fetch_or per word.
  * Takers scan the map from its low end, so the pool hands out the lowest
  * free nodes first, whatever order they were retired in: the posts of a
@@ -36,7 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "node.h"
+#include "pool.h"
 
 #define CHUNK_SHIFT 12
 #define CHUNK_NODES (1u << CHUNK_SHIFT)

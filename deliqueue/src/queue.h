@@ -24,9 +24,12 @@
 #include <stdint.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/heap.h>
+#include "heap.h"
 
+#include "clock.h"
 #include "node.h"
+#include "pool.h"
+#include "registry.h"
 #include "trace.h"
 #include "wait.h"
 
@@ -114,7 +117,7 @@ struct dq_queue {
     size_t           idle_count, idle_capacity;
 };
 
-/* -- shared helpers (any.c) -- */
+/* -- any thread (any_lifecycle.c, any_post.c, any_claim.c) -- */
 
 /* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:
    after dq_quit, or once a quit_safely drain has ended (the teardown sets
@@ -125,10 +128,13 @@ void dq_users_leave(dq_queue *q);
 void dq_wake_consumer(dq_queue *q);
 /* Report a claimed message to on_discard (copy of its payload). */
 void dq_report_discard(dq_queue *q, const dq_node *n);
+/* Claim and report every pending message due after cut (the quit_safely
+   trim, after the quit tag has frozen the stack). */
+void dq_claim_due_after(dq_queue *q, int64_t cut);
 /* Take a core off the live cores' list (teardown, before freeing it). */
 void dq_core_unregister(dq_core *core);
 
-/* -- looper side (looper.c) -- */
+/* -- consumer only (looper.c) -- */
 /* Whether the calling thread is q's consumer: then the heaps and the
    boundary are its own to read between looper steps, and nothing it can
    reach is retired while it reads. */

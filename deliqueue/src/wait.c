@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "clock.h"
 #include "wait.h"
 
 #ifndef DQ_WAIT_PTHREAD
@@ -116,10 +117,3 @@ void dq_event_signal(dq_event *e)
 }
 
 #endif
-
-int64_t dq_clock_real(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <deliqueue/msg.h>
+#include "msg.h"
 
 #ifdef __cplusplus
 extern "C" {
