@@ -25,7 +25,9 @@
  * drift of a shared machine hits all of them alike.  Reported per
  * contender, medians over repetitions: frames delivered, frames later
  * than 16 ms ("jank"), lateness p50 / p99 / max, background posts
- * accepted.  deliqueue_twin is the A/A control: the same code as
+ * accepted, and what they cost the consumer: messages trimmed and its
+ * CPU time (every accepted background post is work the consumer must do
+ * between two frames).  deliqueue_twin is the A/A control: the same code as
  * deliqueue, measured as a contender of its own.
  *
  * With --trace, each run also writes atrace markers of its own (the
@@ -138,6 +140,7 @@ typedef struct run {
     int64_t         *lateness;      /* consumer only until joined */
     long             frames, capacity;
     long             removed;       /* background trimmed by the consumer */
+    int64_t          consumer_cpu_ns;
     int              err;
     const char      *failed;        /* which operation failed */
 } run;
@@ -229,7 +232,7 @@ static void *consumer_main(void *arg)
 {
     run *r = arg;
     const dq_match trim = { .target = &background_target };
-    int64_t last = bench_now();
+    int64_t last = bench_now(), cpu0 = bench_thread_cpu_ns();
     for (;;) {
         dq_msg out;
         int err = r->c->next_until(r->q, &out, bench_now() + 100000000);
@@ -248,8 +251,10 @@ static void *consumer_main(void *arg)
             return NULL;
         }
         last = now;
-        if (out.target == &stop_target)
+        if (out.target == &stop_target) {
+            r->consumer_cpu_ns = bench_thread_cpu_ns() - cpu0;
             return NULL;
+        }
         if (out.target != &frame_target)
             continue; /* a background message the trims missed fell due */
         int64_t tick = (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 | (uint32_t)out.arg1);
@@ -281,7 +286,7 @@ static double percentile_us(const int64_t *sorted, long n, double p)
 
 /* One repetition's numbers for one contender. */
 typedef struct sample {
-    double frames, jank, p50, p99, max, background;
+    double frames, jank, p50, p99, max, background, trimmed, consumer_cpu_ms;
 } sample;
 
 typedef struct results {
@@ -362,6 +367,8 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_s
         .p99 = percentile_us(r.lateness, r.frames, 0.99),
         .max = r.frames ? (double)r.lateness[r.frames - 1] / 1e3 : NAN,
         .background = (double)atomic_load(&r.background_posts),
+        .trimmed = (double)r.removed,
+        .consumer_cpu_ms = (double)r.consumer_cpu_ns / 1e6,
     };
     res.have[col][rep] = true;
     if (res.nall[col] + r.frames > res.capall[col]) {
@@ -410,6 +417,8 @@ static const field fields[] = {
     { "lat_p99_us", "lateness p99 (us)", "%.1f", offsetof(sample, p99) },
     { "lat_max_us", "lateness max (us)", "%.1f", offsetof(sample, max) },
     { "background_posts", "background posts", "%.0f", offsetof(sample, background) },
+    { "trimmed", "trimmed by the consumer", "%.0f", offsetof(sample, trimmed) },
+    { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f", offsetof(sample, consumer_cpu_ms) },
 };
 #define NFIELDS ((int)(sizeof(fields) / sizeof(fields[0])))
 

@@ -14,7 +14,7 @@ fail() { echo "inversion_smoke_test: $*" >&2; cat "$out" >&2; exit 1; }
 grep -q '^- machine: ' "$out" || fail "no machine line"
 grep -q '^- background posters ran at: \(SCHED_IDLE\|nice 19\)' "$out" \
     || fail "background posters not at the lowest priority"
-grep -q '^| contender | frames | jank (> 16 ms) | lateness p50 (us) | lateness p99 (us) | lateness max (us) | background posts |$' "$out" \
+grep -q '^| contender | frames | jank (> 16 ms) | lateness p50 (us) | lateness p99 (us) | lateness max (us) | background posts | trimmed by the consumer | consumer CPU (ms) |$' "$out" \
     || fail "no table header"
 for c in deliqueue legacy mutex_heap ck_handoff urcu_handoff deliqueue_twin; do
     row=$(grep "^| $c |" "$out") || fail "no row for $c"

@@ -88,6 +88,8 @@ typedef struct dq_core {
     _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
+    size_t   barriers;                        /* barriers in sync_heap */
+    size_t   traced_backlog;                  /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;

@@ -280,9 +280,9 @@ static void emit(dq_queue *q, enum dq_trace_kind kind, int32_t what, int64_t val
     }
 }
 
-void dq_trace_post(dq_queue *q, const dq_msg *m, int64_t due, bool barrier)
+void dq_trace_post(dq_queue *q, int32_t what, int64_t when, bool barrier)
 {
-    emit(q, barrier ? DQ_TRACE_BARRIER : DQ_TRACE_POST, barrier ? 0 : m->what, due);
+    emit(q, barrier ? DQ_TRACE_BARRIER : DQ_TRACE_POST, barrier ? 0 : what, when);
 }
 
 void dq_trace_post_refused(dq_queue *q, int err)
@@ -290,14 +290,14 @@ void dq_trace_post_refused(dq_queue *q, int err)
     emit(q, DQ_TRACE_POST_REFUSED, 0, err);
 }
 
-void dq_trace_deliver(dq_queue *q, const dq_msg *m)
+void dq_trace_deliver(dq_queue *q, int32_t what)
 {
-    emit(q, DQ_TRACE_DELIVER, m->what, 0);
+    emit(q, DQ_TRACE_DELIVER, what, 0);
 }
 
-void dq_trace_dispatch_begin(dq_queue *q, const dq_msg *m)
+void dq_trace_dispatch_begin(dq_queue *q, int32_t what)
 {
-    emit(q, DQ_TRACE_DISPATCH, m->what, 0);
+    emit(q, DQ_TRACE_DISPATCH, what, 0);
 }
 
 void dq_trace_sleep_begin(dq_queue *q, int64_t deadline)
@@ -315,12 +315,12 @@ void dq_trace_backlog(dq_queue *q, size_t count)
     emit(q, DQ_TRACE_BACKLOG, 0, (int64_t)count);
 }
 
-void dq_trace_cancel(dq_queue *q, const dq_msg *m)
+void dq_trace_cancel(dq_queue *q, int32_t what)
 {
-    emit(q, DQ_TRACE_CANCEL, m->what, 0);
+    emit(q, DQ_TRACE_CANCEL, what, 0);
 }
 
-void dq_trace_remove(dq_queue *q, const dq_msg *m)
+void dq_trace_remove(dq_queue *q, int32_t what)
 {
-    emit(q, DQ_TRACE_REMOVE, m->what, 0);
+    emit(q, DQ_TRACE_REMOVE, what, 0);
 }

@@ -5,8 +5,10 @@
  * scheduling events.
  *
  *   event                     marker                                   thread
- *   post (accepted or not)    I|pid|dq:NAME post what=W due=+Dns       producer
- *                             (due=now when due at once, due=front)
+ *   post                      I|pid|dq:NAME post what=W due=+Dns       producer
+ *                             (due=now when due at once, due=front;
+ *                             written before the push, so that it
+ *                             precedes the delivery)
  *   a refused post            I|pid|dq:NAME post refused err=E         producer
  *   sync barrier              I|pid|dq:NAME barrier due=...            producer
  *   delivery by dq_next*      I|pid|dq:NAME deliver what=W             consumer
@@ -15,7 +17,8 @@
  *                             (until=none without a deadline)
  *   backlog                   C|pid|dq:NAME backlog|N                  consumer
  *   cancel by token           I|pid|dq:NAME cancel what=W              remover
- *   remove by criteria        I|pid|dq:NAME remove what=W (each one)   remover
+ *   remove by criteria        I|pid|dq:NAME remove what=W (each one,   remover
+ *                             the quit_safely trim's too)
  *
  * Who may call what concurrently: everything here may be called from any
  * thread at once.  Each event is one write(2) of one line, which the
@@ -100,15 +103,15 @@ size_t dq_trace_format(char *buf, size_t cap, const dq_trace_event *e);
 /* The hooks: each writes one event of q when tracing is on (the caller
    tests dq_trace_on() first, so that they cost nothing when it is off).
    They never fail; a write that fails is reported once on stderr. */
-void dq_trace_post(dq_queue *q, const dq_msg *m, int64_t due, bool barrier);
+void dq_trace_post(dq_queue *q, int32_t what, int64_t when, bool barrier);
 void dq_trace_post_refused(dq_queue *q, int err);
-void dq_trace_deliver(dq_queue *q, const dq_msg *m);
-void dq_trace_dispatch_begin(dq_queue *q, const dq_msg *m);
+void dq_trace_deliver(dq_queue *q, int32_t what);
+void dq_trace_dispatch_begin(dq_queue *q, int32_t what);
 void dq_trace_sleep_begin(dq_queue *q, int64_t deadline);
 void dq_trace_end(void);
 void dq_trace_backlog(dq_queue *q, size_t count);
-void dq_trace_cancel(dq_queue *q, const dq_msg *m);
-void dq_trace_remove(dq_queue *q, const dq_msg *m);
+void dq_trace_cancel(dq_queue *q, int32_t what);
+void dq_trace_remove(dq_queue *q, int32_t what);
 
 /* dq_create: applies DQ_TRACE from the environment, once per process. */
 void dq_trace_init_from_env(void);
