@@ -24,7 +24,9 @@
  * order rotated each repetition (as queue_bench interleaves), so slow
  * drift of a shared machine hits all of them alike.  Reported per
  * contender, medians over repetitions: frames delivered, frames later
- * than 16 ms ("jank"), lateness p50 / p99 / max, background posts
+ * than 16 ms ("jank"), lateness p50 / p99 / max, the part of it from the
+ * start of the frame's post to its delivery (the rest is the scheduler
+ * waking the vsync thread late), background posts
  * accepted, and what they cost the consumer: messages trimmed and its
  * CPU time (every accepted background post is work the consumer must do
  * between two frames).  deliqueue_twin is the A/A control: the same code as
@@ -35,8 +37,16 @@
  * as a counter) to tracefs trace_marker, beside those of the library
  * when DQ_TRACE is set: what tools/trace records.
  *
+ * --warm: every poster (vsync and background) makes one untimed post, and
+ * waits for the others to have made theirs, before the first tick.  A
+ * thread's first post is where a queue may take a lock that later posts
+ * do not (deliqueue registers the thread's node cache then, and a pool
+ * that must grow takes its growth mutex); cold, the default, starts every
+ * thread at once, so a background poster can be preempted inside that
+ * lock while the vsync thread waits for it.
+ *
  * Usage: inversion [--quick] [--reps N] [--seconds S] [--contenders LIST]
- *                  [--json PATH] [--plot-data PATH] [--trace]
+ *                  [--json PATH] [--plot-data PATH] [--warm] [--trace]
  * Exit 0; 2 on bad usage or when a contender fails an operation.
  */
 #ifndef _GNU_SOURCE
@@ -136,8 +146,12 @@ typedef struct run {
     void            *q;
     int64_t          seconds_ns;
     _Atomic int      stop;          /* hogs and background posters */
+    bool             warm;          /* --warm: every poster posts once first */
+    int              posters;       /* background posters and vsync */
+    _Atomic int      warmed;        /* posters past their first post */
     _Atomic long     background_posts;
     int64_t         *lateness;      /* consumer only until joined */
+    int64_t         *queue_part;    /* each frame's delivery minus its post's start */
     long             frames, capacity;
     long             removed;       /* background trimmed by the consumer */
     int64_t          consumer_cpu_ns;
@@ -161,6 +175,15 @@ static void *hog_main(void *arg)
     return NULL;
 }
 
+/* --warm: this poster made its first post; wait for the others. */
+static void warm_wait(run *r)
+{
+    atomic_fetch_add(&r->warmed, 1);
+    struct timespec ms = { 0, 1000000 };
+    while (atomic_load(&r->warmed) < r->posters && !atomic_load(&r->stop))
+        nanosleep(&ms, NULL);
+}
+
 static void *background_main(void *arg)
 {
     run *r = arg;
@@ -169,6 +192,17 @@ static void *background_main(void *arg)
     memset(&m, 0, sizeof(m));
     m.target = &background_target;
     long posts = 0;
+    if (r->warm) {
+        int err = r->c->post_at(r->q, &m, bench_now() + BACKGROUND_DELAY_NS, NULL);
+        if (err) {
+            r->err = err;
+            r->failed = "background post";
+            atomic_fetch_add(&r->warmed, 1);
+            return NULL;
+        }
+        posts++;
+        warm_wait(r);
+    }
     while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         if (marker_fd >= 0)
             marker("B|%d|background post\n", getpid());
@@ -192,6 +226,18 @@ static void *vsync_main(void *arg)
     dq_msg m;
     memset(&m, 0, sizeof(m));
     m.target = &frame_target;
+    if (r->warm) {
+        /* a frame that is not timed: delivered, not recorded (what -1) */
+        m.what = -1;
+        int err = r->c->post_at(r->q, &m, bench_now(), NULL);
+        if (err) {
+            r->err = err;
+            r->failed = "frame post";
+            atomic_fetch_add(&r->warmed, 1);
+            return NULL;
+        }
+        warm_wait(r);
+    }
     int64_t start = bench_now() + FRAME_NS;
     long ticks = r->seconds_ns / FRAME_NS;
     for (long k = 0; k < ticks; k++) {
@@ -199,8 +245,10 @@ static void *vsync_main(void *arg)
         struct timespec ts = { tick / 1000000000, tick % 1000000000 };
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        /* the tick time in arg1:arg2 (low, high) */
+        /* the tick time in arg1:arg2 (low, high), and in obj how late the
+           post started: the scheduler's part of the frame's lateness */
         m.what = (int32_t)k;
+        m.obj = (void *)(uintptr_t)(bench_now() - tick);
         m.arg1 = (int32_t)(uint32_t)tick;
         m.arg2 = (int32_t)(uint32_t)((uint64_t)tick >> 32);
         if (marker_fd >= 0)
@@ -255,11 +303,14 @@ static void *consumer_main(void *arg)
             r->consumer_cpu_ns = bench_thread_cpu_ns() - cpu0;
             return NULL;
         }
-        if (out.target != &frame_target)
-            continue; /* a background message the trims missed fell due */
+        if (out.target != &frame_target || out.what < 0)
+            continue; /* a background message the trims missed fell due,
+                         or the untimed frame of --warm */
         int64_t tick = (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 | (uint32_t)out.arg1);
-        if (r->frames < r->capacity)
+        if (r->frames < r->capacity) {
+            r->queue_part[r->frames] = now - tick - (int64_t)(uintptr_t)out.obj;
             r->lateness[r->frames++] = now - tick;
+        }
         if (marker_fd >= 0)
             marker("C|%d|frame lateness us|%lld\n", getpid(), (long long)((now - tick) / 1000));
         r->removed += (long)r->c->remove(r->q, &trim);
@@ -286,7 +337,8 @@ static double percentile_us(const int64_t *sorted, long n, double p)
 
 /* One repetition's numbers for one contender. */
 typedef struct sample {
-    double frames, jank, p50, p99, max, background, trimmed, consumer_cpu_ms;
+    double frames, jank, p50, p99, max, queue_p99, queue_max, background, trimmed,
+        consumer_cpu_ms;
 } sample;
 
 typedef struct results {
@@ -298,17 +350,21 @@ typedef struct results {
 
 static results res;
 
-static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_set_t *cpus)
+static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_set_t *cpus,
+                    bool warm)
 {
     const bench_contender *c = contenders[col];
     run r;
     memset(&r, 0, sizeof(r));
     r.c = c;
     r.seconds_ns = seconds_ns;
+    r.warm = warm;
+    r.posters = (ncpus < MAX_CPUS ? ncpus : MAX_CPUS) + 1;
     r.capacity = seconds_ns / FRAME_NS + 16;
     r.lateness = malloc((size_t)r.capacity * sizeof(int64_t));
+    r.queue_part = malloc((size_t)r.capacity * sizeof(int64_t));
     r.q = c->create();
-    if (r.q == NULL || r.lateness == NULL)
+    if (r.q == NULL || r.lateness == NULL || r.queue_part == NULL)
         die("create", c, ENOMEM);
     if (marker_fd >= 0)
         marker("B|%d|inversion run: %s\n", getpid(), c->name);
@@ -357,6 +413,7 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_s
     c->destroy(r.q);
 
     qsort(r.lateness, (size_t)r.frames, sizeof(int64_t), cmp_i64);
+    qsort(r.queue_part, (size_t)r.frames, sizeof(int64_t), cmp_i64);
     long jank = 0;
     for (long i = 0; i < r.frames; i++)
         jank += r.lateness[i] > JANK_NS;
@@ -366,6 +423,8 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_s
         .p50 = percentile_us(r.lateness, r.frames, 0.5),
         .p99 = percentile_us(r.lateness, r.frames, 0.99),
         .max = r.frames ? (double)r.lateness[r.frames - 1] / 1e3 : NAN,
+        .queue_p99 = percentile_us(r.queue_part, r.frames, 0.99),
+        .queue_max = r.frames ? (double)r.queue_part[r.frames - 1] / 1e3 : NAN,
         .background = (double)atomic_load(&r.background_posts),
         .trimmed = (double)r.removed,
         .consumer_cpu_ms = (double)r.consumer_cpu_ns / 1e6,
@@ -382,6 +441,7 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_s
     memcpy(res.all[col] + res.nall[col], r.lateness, (size_t)r.frames * sizeof(int64_t));
     res.nall[col] += r.frames;
     free(r.lateness);
+    free(r.queue_part);
 }
 
 /* ---- reporting ---------------------------------------------------------- */
@@ -416,6 +476,8 @@ static const field fields[] = {
     { "lat_p50_us", "lateness p50 (us)", "%.1f", offsetof(sample, p50) },
     { "lat_p99_us", "lateness p99 (us)", "%.1f", offsetof(sample, p99) },
     { "lat_max_us", "lateness max (us)", "%.1f", offsetof(sample, max) },
+    { "lat_after_post_p99_us", "post-to-delivery p99 (us)", "%.1f", offsetof(sample, queue_p99) },
+    { "lat_after_post_max_us", "post-to-delivery max (us)", "%.1f", offsetof(sample, queue_max) },
     { "background_posts", "background posts", "%.0f", offsetof(sample, background) },
     { "trimmed", "trimmed by the consumer", "%.0f", offsetof(sample, trimmed) },
     { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f", offsetof(sample, consumer_cpu_ms) },
@@ -519,7 +581,7 @@ static int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s [--quick] [--reps N (1-%d)] [--seconds S] [--contenders LIST]\n"
-            "          [--json PATH] [--plot-data PATH] [--trace]\n",
+            "          [--json PATH] [--plot-data PATH] [--warm] [--trace]\n",
             argv0, MAX_REPS);
     return 2;
 }
@@ -529,13 +591,15 @@ int main(int argc, char **argv)
     int reps = 5;
     double seconds = 3;
     const char *json_path = NULL, *plot_path = NULL, *list = NULL;
-    bool trace = false;
+    bool trace = false, warm = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) {
             reps = 1;
             seconds = 0.2;
+        } else if (strcmp(a, "--warm") == 0) {
+            warm = true;
         } else if (strcmp(a, "--trace") == 0) {
             trace = true;
         } else if (strcmp(a, "--reps") == 0 && v) {
@@ -604,15 +668,16 @@ int main(int argc, char **argv)
     printf("- machine: %s, %d CPUs this process may use, %s %s, load average %.2f\n", model,
            ncpus, u.sysname, u.release, bench_loadavg());
     printf("- run: %d repetitions of %.2f s per contender, interleaved; vsync every %lld ms; "
-           "jank above %lld ms; %d background posters, %d hogs (nice %d)\n",
-           reps, seconds, FRAME_NS / 1000000, JANK_NS / 1000000, ncpus, ncpus, HOG_NICE);
+           "jank above %lld ms; %d background posters, %d hogs (nice %d); %s start\n",
+           reps, seconds, FRAME_NS / 1000000, JANK_NS / 1000000, ncpus, ncpus, HOG_NICE,
+           warm ? "warm (every poster posted once first)" : "cold");
     fflush(stdout);
 
     for (int rep = 0; rep < reps; rep++)
         for (int i = 0; i < NCONTENDERS; i++) {
             int col = (i + rep) % NCONTENDERS;
             if (on[col])
-                run_one(col, rep, seconds_ns, ncpus, &cpus);
+                run_one(col, rep, seconds_ns, ncpus, &cpus, warm);
         }
 
     const char *prio = atomic_load_explicit(&background_priority, memory_order_relaxed);
