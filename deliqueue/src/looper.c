@@ -83,10 +83,8 @@ static dq_heap *heap_of(dq_core *core, const dq_node *n)
 
 static void looper_heap_remove(dq_core *core, dq_node *n)
 {
-    if (n->heap.index != DQ_HEAP_NONE) {
-        core->barriers -= node_is_barrier(n);
+    if (n->heap.index != DQ_HEAP_NONE)
         dq_heap_remove(heap_of(core, n), &n->heap);
-    }
 }
 
 /* ---- retiring and recycling --------------------------------------------- */
@@ -293,6 +291,9 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
 /* A node claimed by a remover (REMOVED): out of heap and stack, retired. */
 static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
 {
+    /* the only way a barrier leaves the heaps (none is ever delivered) */
+    if (n->heap.index != DQ_HEAP_NONE)
+        core->barriers -= node_is_barrier(n);
     looper_heap_remove(core, n);
     if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
         looper_unlink(q, core, n);
