@@ -24,7 +24,7 @@ for c in deliqueue legacy mutex_heap ck_handoff urcu_handoff deliqueue_twin; do
     grep -q "^\"$c\"\$" "$plot" || fail "no $c in the plot data"
 done
 for k in frames jank_frames lat_p50_us lat_p99_us lat_max_us background_posts; do
-    [ "$(grep -c "\"$k\": " "$json")" -eq 6 ] || fail "JSON key $k not in every contender"
+    [ "$(grep -c "^    \"$k\": " "$json")" -eq 6 ] || fail "JSON key $k not in every contender"
 done
 grep -q '^- goal (deliqueue: ' "$out" || fail "no goal line"
 "$inv" --quick --warm --contenders deliqueue,legacy >"$out.warm" \
