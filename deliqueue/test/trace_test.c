@@ -29,6 +29,8 @@ static void trace_setup(void)
     fixture_setup();
     sink = memfd_create("markers", 0);
     cr_assert_geq(sink, 0);
+    /* appends, as trace_marker does: each event one whole line */
+    cr_assert_eq(fcntl(sink, F_SETFL, O_APPEND), 0);
     cr_assert_eq(dq_test_trace_to_fd(sink), 0);
     cr_assert_eq(dq_trace_enable(true), 0);
     cr_assert(dq_trace_enabled());
@@ -309,4 +311,69 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
     close(readonly);
     cr_assert_not_null(strstr(buf, "deliqueue: tracing: writing to (test descriptor) failed"));
     cr_assert_eq(strchr(buf, '\n'), buf + n - 1, "more than one line: %s", buf);
+}
+
+/* Producers, the consumer and renames at once (what TSan checks in its
+   config): every post and delivery is one whole line, under one of the
+   names the queue had. */
+#define RACE_PRODUCERS 2
+#define RACE_POSTS 2000
+
+static void *race_producer(void *arg)
+{
+    int p = (int)(intptr_t)arg;
+    for (int i = 0; i < RACE_POSTS; i++) {
+        dq_msg m = msg_what(&target_a, p * RACE_POSTS + i);
+        cr_assert_eq(dq_post_at(q, &m, 1000000, NULL), 0);
+    }
+    return NULL;
+}
+
+static void *race_renamer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(dq_set_name(q, i % 2 ? "ui" : "renamed"), 0);
+    return NULL;
+}
+
+Test(trace, posts_deliveries_and_renames_race)
+{
+    dq_test_clock_real();
+    pthread_t producers[RACE_PRODUCERS], renamer;
+    for (int p = 0; p < RACE_PRODUCERS; p++)
+        cr_assert_eq(pthread_create(&producers[p], NULL, race_producer, (void *)(intptr_t)p), 0);
+    cr_assert_eq(pthread_create(&renamer, NULL, race_renamer, NULL), 0);
+    for (int got = 0; got < RACE_PRODUCERS * RACE_POSTS;) {
+        dq_msg out;
+        int err = dq_next_until(q, &out, dq_now() + 5000000000LL);
+        cr_assert_eq(err, 0);
+        got++;
+    }
+    for (int p = 0; p < RACE_PRODUCERS; p++)
+        pthread_join(producers[p], NULL);
+    pthread_join(renamer, NULL);
+    static char buf[1 << 20];
+    ssize_t n = pread(sink, buf, sizeof(buf) - 1, 0);
+    cr_assert_gt(n, 0);
+    buf[n] = '\0';
+    cr_assert_eq(buf[n - 1], '\n');
+    int posts = 0, delivers = 0;
+    char prefix[2][32];
+    snprintf(prefix[0], sizeof(prefix[0]), "|%d|dq:ui ", pid);
+    snprintf(prefix[1], sizeof(prefix[1]), "|%d|dq:renamed ", pid);
+    for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        cr_assert(strchr("IBEC", l[0]) && l[1] == '|', "malformed line '%s'", l);
+        if (l[0] == 'E')
+            continue;
+        const char *rest = NULL;
+        for (int k = 0; k < 2 && rest == NULL; k++)
+            if (strncmp(l + 1, prefix[k], strlen(prefix[k])) == 0)
+                rest = l + 1 + strlen(prefix[k]);
+        cr_assert_not_null(rest, "line '%s' under no name of the queue", l);
+        posts += strncmp(rest, "post what=", 10) == 0;
+        delivers += strncmp(rest, "deliver what=", 13) == 0;
+    }
+    cr_assert_eq(posts, RACE_PRODUCERS * RACE_POSTS);
+    cr_assert_eq(delivers, RACE_PRODUCERS * RACE_POSTS);
 }
