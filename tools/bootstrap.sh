@@ -50,7 +50,7 @@ HOST_PACKAGES=(
   clang-14 libclang-rt-14-dev llvm
   libck-dev libcriterion-dev liburcu-dev
   valgrind gnuplot-nox openssh-server chromium python3
-  file dpkg-dev spin
+  file dpkg-dev spin trace-cmd
   bazel-skylib bazel-platforms bazel-rules-java
   pkg-config clang-format-14
 )
