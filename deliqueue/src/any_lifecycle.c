@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- the live cores ------------------------------------------------------ */
@@ -78,6 +79,8 @@ dq_queue *dq_create(const dq_options *opts)
     }
     atomic_init(&q->top, 0);
     atomic_init(&q->sleep, DQ_AWAKE);
+    atomic_init(&q->fd_state, NULL);
+    atomic_init(&q->fd_changed, 0);
     atomic_init(&q->users, 0);
     atomic_init(&q->refs, 1);
     atomic_init(&q->quit_mode, DQ_RUNNING);
@@ -129,6 +132,7 @@ void dq_unref(dq_queue *q)
        q: tearing down here is the consumer's job done on its behalf. */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
+    dq_fd_free(q);
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
     free(q->idle);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- posting ------------------------------------------------------------ */
@@ -22,8 +23,10 @@ static void wake_sleeper(dq_queue *q, int64_t seen)
 {
     if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
                                                 memory_order_seq_cst,
-                                                memory_order_relaxed))
+                                                memory_order_relaxed)) {
         dq_event_signal(&q->wake);
+        dq_fd_signal(q); /* a consumer watching fds sleeps in epoll */
+    }
 }
 
 void dq_wake_consumer(dq_queue *q)
