@@ -46,6 +46,7 @@ HOST_PACKAGES=(
   libck-dev libcriterion-dev liburcu-dev
   valgrind gnuplot-nox openssh-server chromium python3
   file dpkg-dev spin
+  libuv1-dev libglib2.0-dev
 )
 
 # Roots of the arm64 sysroot; their Depends are followed recursively.
