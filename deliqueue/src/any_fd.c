@@ -28,17 +28,19 @@
 
 #include <sys/eventfd.h>
 
-void dq_fd_signal(dq_queue *q)
+bool dq_fd_signal(dq_queue *q)
 {
     /* acquire: pairs with the publishing CAS in dq_fd_state_get */
     dq_fd_state *fs = atomic_load_explicit(&q->fd_state, memory_order_acquire);
-    if (fs == NULL)
-        return;
-    /* The counter only needs to be nonzero: the consumer drains it after
-       each wait.  EAGAIN (the counter at its maximum) is still a wake. */
+    /* relaxed: see dq_looper_fd_mark_sleep (fd.h) */
+    if (fs == NULL || !atomic_load_explicit(&fs->epoll_sleep, memory_order_relaxed))
+        return false;
+    /* Each write is an edge (DQ_FD_WAKE_EVENTS); the counter is never
+       read, and would take centuries of writes to fill. */
     uint64_t one = 1;
     ssize_t w = write(fs->wake_fd, &one, sizeof(one));
     (void)w;
+    return true;
 }
 
 static void fd_state_destroy(dq_fd_state *fs)
@@ -76,9 +78,10 @@ dq_fd_state *dq_fd_state_get(dq_queue *q, int *err)
     fs->timer_deadline = INT64_MAX;
     fs->polled_at = INT64_MIN;
     atomic_init(&fs->gen, 0);
+    atomic_init(&fs->epoll_sleep, false);
     fs->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     fs->epfd = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = DQ_FD_WAKE_DATA };
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };
     if (fs->wake_fd < 0 || fs->epfd < 0 ||
         epoll_ctl(fs->epfd, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
         *err = -errno;
@@ -253,7 +256,11 @@ int dq_remove_fd_listener(dq_queue *q, int fd)
 
 #else /* !DQ_FD_SUPPORTED: no epoll; every call answers -ENOSYS */
 
-void dq_fd_signal(dq_queue *q) { (void)q; }
+bool dq_fd_signal(dq_queue *q)
+{
+    (void)q;
+    return false;
+}
 void dq_fd_free(dq_queue *q) { (void)q; }
 void dq_fd_drop_all(dq_queue *q) { (void)q; }
 

@@ -24,8 +24,9 @@ static void wake_sleeper(dq_queue *q, int64_t seen)
     if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
                                                 memory_order_seq_cst,
                                                 memory_order_relaxed)) {
-        dq_event_signal(&q->wake);
-        dq_fd_signal(q); /* a consumer watching fds sleeps in epoll */
+        /* a consumer watching fds may sleep in epoll */
+        if (!dq_fd_signal(q))
+            dq_event_signal(&q->wake);
     }
 }
 

@@ -50,6 +50,9 @@
 /* epoll data of the queue's own eventfd; listeners' data are their
    serials, which start at 1. */
 #define DQ_FD_WAKE_DATA 0
+/* The eventfd is edge-triggered: every write queues an event, which the
+   wait consumes, so the consumer never has to read (drain) it. */
+#define DQ_FD_WAKE_EVENTS (EPOLLIN | EPOLLET)
 
 typedef struct dq_fd_state dq_fd_state;
 
@@ -85,6 +88,11 @@ struct dq_fd_state {
        consumer re-checks a listener it took from a poll only when this
        moved since */
     _Atomic uint64_t gen;
+    /* The consumer's current sleep is in epoll (or parked under a host
+       loop), not on the futex: stored by the consumer before the sleep
+       word it goes with, read by a waker after the CAS that took that
+       word, which then writes the eventfd instead of waking the futex. */
+    _Atomic bool epoll_sleep;
 
     /* -- looper only below -- */
     bool     active;              /* wait in epoll: fds watched or backend in use */
@@ -118,10 +126,29 @@ static inline bool dq_looper_fd_on(dq_queue *q)
 #endif
 }
 
+/* Which wait the sleep word about to be stored goes with (consumer,
+   before each store of a sleeping word). */
+static inline void dq_looper_fd_mark_sleep(dq_queue *q, bool epoll)
+{
+#ifdef DQ_FD_SUPPORTED
+    /* relaxed: the consumer wrote the pointer's target or acquired it */
+    dq_fd_state *fs = atomic_load_explicit(&q->fd_state, memory_order_relaxed);
+    /* relaxed: published by the seq_cst (release) store of the sleep word
+       that follows; a waker reads it after its CAS (acquire) took that
+       word, so it sees this value or a later sleep's, and a later sleep
+       stores its word after its own mark (see DESIGN.md) */
+    if (fs != NULL)
+        atomic_store_explicit(&fs->epoll_sleep, epoll, memory_order_relaxed);
+#else
+    (void)q, (void)epoll;
+#endif
+}
+
 /* -- any thread (any_fd.c) -- */
-/* Write the eventfd if q has one: the consumer may sleep in epoll.
-   Called by every wake of the consumer, after its futex signal. */
-void dq_fd_signal(dq_queue *q);
+/* Wake a consumer that sleeps in epoll: write the eventfd and return
+   true; false when its sleep is on the futex (or q watches no fd), for
+   the caller to wake that.  Called by every wake of a sleep word. */
+bool dq_fd_signal(dq_queue *q);
 /* The state, created on first use: NULL with *err set on failure. */
 dq_fd_state *dq_fd_state_get(dq_queue *q, int *err);
 /* Free the state and close its fds (the last dq_unref). */

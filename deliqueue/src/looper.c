@@ -544,6 +544,8 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     }
     uint32_t seen = dq_event_read(&q->wake);
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
+    bool in_epoll = park || dq_looper_fd_waits(q);
+    dq_looper_fd_mark_sleep(q, in_epoll); /* which wait wakers must signal */
     assert(dq_sleep_word_asleep(word)); /* deadline > now >= 0 */
     /* relaxed: published by the seq_cst (release) store of the word below;
        a producer reads it only after an acquire load that returned a word
@@ -559,9 +561,9 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
             dq_looper_fd_park(q, deadline);
             return false;
         }
-        /* with fds watched, epoll over them and the eventfd that every
-           wake also writes (dq_fd_signal) */
-        if (dq_looper_fd_waits(q))
+        /* with fds watched, epoll over them and the eventfd that a wake
+           writes instead of the futex (dq_fd_signal) */
+        if (in_epoll)
             dq_looper_fd_wait(q, deadline);
         else
             dq_event_wait(&q->wake, seen, deadline);
@@ -589,6 +591,7 @@ static int looper_await_quit_mode(dq_queue *q)
            dq_quit_safely's seq_cst mode CAS followed by its seq_cst load of the
            sleep word (dq_wake_consumer), so either it sees us asleep and
            wakes us, or we see the mode */
+        dq_looper_fd_mark_sleep(q, false); /* a futex wait, even under a host loop */
         atomic_store_explicit(&q->sleep, INT64_MAX & ~DQ_HELD, memory_order_seq_cst);
         if (atomic_load_explicit(&q->quit_mode, memory_order_seq_cst) == DQ_RUNNING)
             dq_event_wait(&q->wake, seen, INT64_MAX);

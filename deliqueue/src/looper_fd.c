@@ -68,7 +68,7 @@ static void looper_fd_rebuild_locked(dq_fd_state *fs)
     return;
 #endif
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = DQ_FD_WAKE_DATA };
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };
     if (ep < 0)
         return;
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
@@ -116,26 +116,20 @@ static void looper_fd_refresh(dq_queue *q, dq_fd_state *fs)
 
 /* ---- running listeners -------------------------------------------------- */
 
-static void drain(int fd)
-{
-    uint64_t v;
-    ssize_t r = read(fd, &v, sizeof(v));
-    (void)r; /* EAGAIN: nothing to drain */
-}
-
 /* Turn n raw epoll events into listeners to run (fs->ready), under the
    lock, so each is the registration the event's serial names.  An event
    for no registration is a closed file lingering in the set: rebuild. */
 static int looper_fd_take(dq_fd_state *fs, int n, uint64_t *gen)
 {
     int k = 0;
+    /* a wake alone (a post, an add): no listener, no lock */
+    if (n == 1 && fs->events[0].data.u64 == DQ_FD_WAKE_DATA)
+        return 0;
     pthread_mutex_lock(&fs->lock);
     for (int i = 0; i < n; i++) {
         struct epoll_event *ev = &fs->events[i];
-        if (ev->data.u64 == DQ_FD_WAKE_DATA) {
-            drain(fs->wake_fd);
-            continue;
-        }
+        if (ev->data.u64 == DQ_FD_WAKE_DATA)
+            continue; /* edge-triggered: nothing to read */
         dq_fd_entry *e = dq_fd_find_serial_locked(fs, ev->data.u64);
         if (e == NULL) {
             fs->rebuild_wanted = true;
@@ -237,6 +231,7 @@ static int looper_fd_poll_at(dq_queue *q, dq_fd_state *fs, int64_t now)
 static void looper_fd_unpark(dq_queue *q, dq_fd_state *fs)
 {
     fs->parked = false;
+    dq_looper_fd_mark_sleep(q, false);
     /* relaxed: as after a wait (looper_sleep): a producer that still
        reads the old word only wakes us needlessly */
     atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
@@ -411,6 +406,7 @@ void dq_looper_fd_wait(dq_queue *q, int64_t deadline)
     /* EINTR and the rest: the caller re-checks everything, as after a
        futex wait */
     fs->pending = n > 0 ? n : 0;
+    dq_looper_fd_mark_sleep(q, false);
 }
 
 #else /* !DQ_FD_SUPPORTED */
