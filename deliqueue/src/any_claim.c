@@ -34,6 +34,7 @@ void dq_report_discard(dq_queue *q, const dq_node *n)
    aux_next, to the looper for unlinking. */
 static void push_removals(dq_core *core, dq_node *first, dq_node *last)
 {
+    /* relaxed: only the CAS's first guess; the CAS publishes */
     dq_node *head = atomic_load_explicit(&core->removals, memory_order_relaxed);
     do {
         last->aux_next = head;
@@ -80,11 +81,6 @@ static int core_enter(dq_queue *q, bool *counted)
 {
     if (dq_looper_is_self(q)) {
         *counted = false;
-#ifdef DQ_MUTANT_CONSUMER_IGNORES_QUIT
-        /* mutant: no quit check, so a cancel after dq_quit goes through
-           and answers 0 for a message the quit has already dropped */
-        return 0;
-#else
         /* relaxed: this thread set the bit itself if it tore the core
            down; a quit by another thread racing with us only means the
            cancel lands just before it, which the teardown (on this
@@ -92,7 +88,6 @@ static int core_enter(dq_queue *q, bool *counted)
         return (atomic_load_explicit(&q->users, memory_order_relaxed) & DQ_USERS_QUIT)
                    ? -ENOENT
                    : 0;
-#endif
     }
     *counted = true;
     return dq_users_enter(q);
@@ -115,7 +110,7 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
     if (core_enter(q, &counted) != 0)
         return -ENOENT;
     int err = 0;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    dq_core *core = dq_queue_core(q);
     uint64_t s;
     dq_node *n = token_node(q, tok, &s);
     /* Life before kind: a token whose node is no longer pending is stale
@@ -132,19 +127,11 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
                    memory_order_acq_rel, memory_order_relaxed)) {
         err = -ENOENT;
     } else {
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        /* mutant: counted out while the discard callback and the push
-           below still use the queue's core */
-        core_leave(q, counted);
-#endif
         if (!barrier)
             dq_report_discard(q, n);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
-#ifdef DQ_MUTANT_REFCOUNT_EARLY_DEC
-        return 0;
-#endif
     }
     core_leave(q, counted);
     return err;
@@ -212,7 +199,7 @@ static size_t match_walk_run(dq_queue *q, const dq_match *match, bool remove)
 {
     if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
         return 0;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    dq_core *core = dq_queue_core(q);
     dq_match_walk w = { .q = q, .match = match, .remove = remove };
     if (dq_looper_is_self(q)) {
         dq_looper_match_walk(&w, core);
@@ -244,7 +231,7 @@ size_t dq_pending(dq_queue *q)
 {
     if (q == NULL || dq_users_enter(q) != 0)
         return 0;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    dq_core *core = dq_queue_core(q);
     uint64_t e = walk_begin(core);
     size_t count = 0;
     for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n)) {
@@ -263,7 +250,7 @@ bool dq_is_idle(dq_queue *q)
 {
     if (q == NULL || dq_users_enter(q) != 0)
         return true;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    dq_core *core = dq_queue_core(q);
     uint64_t e = walk_begin(core);
     int64_t now = dq_now();
     /* first pass: the earliest barrier (smallest due; among equals the
@@ -272,6 +259,8 @@ bool dq_is_idle(dq_queue *q)
     size_t barrier_depth = 0, depth = 0;
     bool have_barrier = false;
     for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n), depth++) {
+        /* acquire: as in dq_pending_message, the due read after it is
+           the payload of the generation whose life we checked */
         uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
         if (dq_state_life(s) == DQ_PENDING && dq_node_is_barrier(s) &&
             (!have_barrier || n->due <= barrier_due)) {
@@ -304,7 +293,7 @@ void dq_claim_due_after(dq_queue *q, int64_t cut)
 {
     if (dq_users_enter(q) != 0)
         return;
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    dq_core *core = dq_queue_core(q);
     dq_match_walk w = { .q = q, .remove = true };
     uint64_t e = walk_begin(core);
     for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n)) {

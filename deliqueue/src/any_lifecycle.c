@@ -130,6 +130,8 @@ void dq_unref(dq_queue *q)
     dq_quit(q);
     /* We hold the only reference, so no other thread is inside a call on
        q: tearing down here is the consumer's job done on its behalf. */
+    /* acquire: pairs with the teardown's release store of NULL, when the
+       consumer already tore the core down */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
     dq_fd_free(q);
@@ -143,6 +145,7 @@ void dq_unref(dq_queue *q)
 
 int dq_users_enter(dq_queue *q)
 {
+    /* relaxed: the CAS's first guess; the CAS itself acquires */
     uint64_t u = atomic_load_explicit(&q->users, memory_order_relaxed);
     do {
         if (u & DQ_USERS_QUIT)
@@ -222,6 +225,7 @@ int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
    looper_await_quit_mode's store of the word and re-read of the mode. */
 static void raise_quit_mode(dq_queue *q, int mode)
 {
+    /* relaxed: the CAS's first guess */
     int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
     while (old < mode &&
            !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,
@@ -279,9 +283,5 @@ void dq_quit_safely(dq_queue *q)
         cut = now;
     dq_claim_due_after(q, cut);
     raise_quit_mode(q, DQ_QUIT_SAFELY);
-#ifdef DQ_MUTANT_DRAIN_REFUSES_REMOVAL
-    /* mutant: removers shut out at once, as if the drain had ended */
-    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
-#endif
     dq_wake_consumer(q);
 }

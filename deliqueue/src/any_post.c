@@ -57,12 +57,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     int64_t deadline = s & ~DQ_HELD;
     if (due >= deadline)
         return 0;
-#ifdef DQ_MUTANT_BARRIER_SKIPS_WAKE
-    /* mutant: no sync post wakes a sleeper held by a barrier, although one
-       that sorts before the barrier is deliverable */
-    if ((s & DQ_HELD) && !async)
-        return 0;
-#else
     /* relaxed: ordered after our seq_cst (acquire) load of s, which read
        the consumer's seq_cst (release) store of s, made after it stored
        held_due; a newer value is a later sleep's, whose re-read of top
@@ -70,7 +64,6 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
     if ((s & DQ_HELD) && !async &&
         due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
         return 0;
-#endif
     wake_sleeper(q, s);
     return 0;
 }
@@ -83,6 +76,9 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
                                                   bool barrier, dq_token *tok)
 {
     uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
+    /* relaxed: the node was never published, so no payload passes
+       through this CAS; it only decides between us and a guessed token's
+       claim (acq_rel there), which already read what it reports */
     if (!atomic_compare_exchange_strong_explicit(
             &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
             memory_order_relaxed, memory_order_relaxed)) {
@@ -136,6 +132,7 @@ post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
     for (;;) {
         if (__builtin_expect(top & DQ_TOP_QUIT, 0))
             return post_refused(n, gen, barrier, tok);
+        /* relaxed: published by the push CAS (release) below */
         atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
         /* seq_cst, relaxed on failure: as in post_node_with */
         if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
@@ -183,7 +180,8 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
                         : atomic_load_explicit(&q->top, memory_order_relaxed);
     if (__builtin_expect(top & DQ_TOP_QUIT, 0))
         return post_refused(n, gen, barrier, tok);
-    /* top is a node pointer now (no tag bit): no mask */
+    /* top is a node pointer now (no tag bit): no mask.  relaxed: published
+       by the push CAS (release) below */
     atomic_store_explicit(&n->next, (dq_node *)top, memory_order_relaxed);
     /* seq_cst (a release RMW at least): publishes the node to the
        looper's and walkers' acquire loads of top, and orders the push

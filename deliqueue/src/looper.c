@@ -47,9 +47,6 @@ static uint64_t looper_thread_id(void)
 
 bool dq_looper_is_self(dq_queue *q)
 {
-#ifdef DQ_MUTANT_LOOPER_WALK_ANY_THREAD
-    return q != NULL; /* mutant: every thread scans the looper's heaps */
-#endif
     /* relaxed: compared with our own id only, which no other thread
        stores; a stale value is never our id unless we stored it */
     return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
@@ -98,6 +95,8 @@ static void looper_heap_remove(dq_core *core, dq_node *n)
    repeat). */
 static bool looper_reset_node(dq_node *n)
 {
+    /* relaxed: the state's last change was this thread's delivery CAS or
+       a remover's claim, acquired through the removal list */
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
     if (gen >= DQ_GEN_MAX)
         return false;
@@ -163,11 +162,7 @@ static void looper_reclaim(dq_core *core, bool force)
         if (core->limbo_head == NULL)
             core->limbo_tail = NULL;
         looper_limbo_count_add(core, -1);
-#ifdef DQ_MUTANT_RETIRED_NEVER_RETURNED
-        (void)n; /* mutant: the node never goes back to the pool */
-#else
         dq_pool_batch_add(&core->recycled, n);
-#endif
     }
 }
 
@@ -175,13 +170,9 @@ static void looper_reclaim(dq_core *core, bool force)
 
 static uintptr_t looper_read_top(dq_queue *q)
 {
-#ifdef DQ_MUTANT_TOP_RELAXED
-    return atomic_load_explicit(&q->top, memory_order_relaxed); /* mutant */
-#else
     /* acquire: pairs with the push CASes (a release sequence), so every
        node reached from here has its producer's payload visible */
     return atomic_load_explicit(&q->top, memory_order_acquire);
-#endif
 }
 
 static void looper_sweep_node(dq_core *core, dq_node *n)
@@ -273,16 +264,10 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
         uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
         for (;;) {
             if (dq_top_node(top) != n) {
-#ifndef DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM
                 if (looper_sweep(q, core) != 0) {
                     looper_unlink_below_new(q, core, n, next);
                     return;
                 }
-#else
-                (void)looper_sweep(q, core); /* mutant: may leave n linked */
-                if (n->prev == NULL)
-                    return;
-#endif
                 break;
             }
             /* acq_rel: on success walkers that acquire the new top see
@@ -307,10 +292,8 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
 static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
 {
     looper_heap_remove(core, n);
-#ifndef DQ_MUTANT_FREELIST_NO_UNLINK
     if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
         looper_unlink(q, core, n);
-#endif
     looper_retire(core, n);
 }
 
@@ -390,13 +373,9 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
 /* Claim n for delivery.  Exactly one of this CAS and a remover's wins. */
 static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
 {
+    /* relaxed: the CAS below validates it */
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
     bool won;
-#ifdef DQ_MUTANT_DELIVER_NO_CAS
-    atomic_store_explicit(&n->state, dq_state_with_life(s, DQ_DELIVERED),
-                          memory_order_relaxed); /* mutant */
-    won = true;
-#else
     /* relaxed: the RMW's atomicity alone decides the winner; the payload
        was acquired when the node was swept and is not written again
        until the node is recycled */
@@ -404,7 +383,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
           atomic_compare_exchange_strong_explicit(
               &n->state, &s, dq_state_with_life(s, DQ_DELIVERED),
               memory_order_relaxed, memory_order_relaxed);
-#endif
     looper_heap_remove(core, n);
     looper_unlink(q, core, n);
     if (!won)
@@ -427,9 +405,13 @@ static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
 
 void dq_looper_teardown(dq_queue *q)
 {
+    /* relaxed: the consumer's (or the last reference's) own view of the
+       core, which only this function changes */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
     /* Park until the last remover or walker is out.  We set the quit bit
-       ourselves so no new one can enter whatever the caller did. */
+       ourselves so no new one can enter whatever the caller did.  acq_rel:
+       release, so a remover refused by the bit is ordered after it;
+       acquire, as dq_quit's own setting of it */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     for (;;) {
         uint32_t seen = dq_event_read(&q->wake);
@@ -441,8 +423,13 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* Alone now: no producer can push (quit tag), no remover is inside. */
     dq_pool_batch *batch = &core->recycled;
+    /* acquire: pairs with the removers' push CAS (their claims and links) */
     dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
                                                 memory_order_acquire);
+    /* acquire: pairs with the push CASes, so every node's payload is
+       visible; the links and states below were then written before those
+       pushes or by this thread (the looper), or acquired with the users
+       count at zero: relaxed */
     dq_node *top = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
     for (dq_node *n = top; n != NULL;
          n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
@@ -464,6 +451,7 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* then the stack itself (retiring clears the TORN marks) */
     for (dq_node *n = top; n != NULL;) {
+        /* relaxed: as in the walk above */
         dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
         looper_retire_now(n, batch);
         n = next;
@@ -476,6 +464,8 @@ void dq_looper_teardown(dq_queue *q)
     dq_pool_batch_flush(batch);
     dq_core_unregister(core);
     dq_fd_drop_all(q); /* listeners go without a call, as Android's do */
+    /* relaxed: no producer can push (the tag stays set) and no walker is
+       inside; an empty tagged stack for whoever still holds a reference */
     atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
     dq_heap_fini(&core->sync_heap);
     dq_heap_fini(&core->async_heap);
@@ -536,6 +526,7 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     if (spin_end > deadline && !dq_clock_is_manual())
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
+        /* acquire: see looper_has_news */
         if (looper_has_news(q, core, memory_order_acquire))
             return true;
         dq_arch_cpu_relax();
@@ -611,6 +602,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     int err = dq_looper_claim(q);
     if (err)
         return err;
+    /* acquire: pairs with the teardown's release store of NULL */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
@@ -623,6 +615,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
            The mode: dq_quit raises it before the tag, dq_quit_safely
            after (looper_await_quit_mode). */
         int mode = DQ_RUNNING;
+        /* acquire: pairs with the tag's seq_cst RMW (tag_top), so the
+           mode raised before it by dq_quit is visible */
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
             mode = looper_await_quit_mode(q);
         /* one clock read per step, before the sweep: what was due by

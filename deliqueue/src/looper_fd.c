@@ -63,10 +63,6 @@ static uint32_t events_from_epoll(uint32_t e)
    at the next change. */
 static void looper_fd_rebuild_locked(dq_fd_state *fs)
 {
-#ifdef DQ_MUTANT_FD_NO_REBUILD
-    fs->rebuild_wanted = false; /* mutant: a lingering file stays in the set */
-    return;
-#endif
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };
     if (ep < 0)
@@ -350,13 +346,9 @@ int dq_looper_fd_step(dq_queue *q, int64_t now, bool have_due, int64_t due)
        the interval; then poll, but only once something was delivered
        since the last poll, so listeners that each take longer than the
        interval still let a message through between two polls. */
-#ifndef DQ_MUTANT_FD_NEVER_POLLED_BUSY
     if (due > fs->polled_at ||
         (fs->delivered_since_poll > 0 && now - fs->polled_at >= DQ_FD_POLL_INTERVAL_NS))
         return looper_fd_poll_at(q, fs, now);
-#else
-    (void)due; /* mutant: a busy consumer never polls its fds */
-#endif
     fs->delivered_since_poll++;
     return 0;
 }

@@ -52,12 +52,10 @@ void dq_looper_match_walk(dq_match_walk *w, dq_core *core)
     /* a private copy: no store of the walk can alias it, so its fields
        stay in registers across the loops */
     const dq_match match = *w->match;
-#ifndef DQ_MUTANT_LOOPER_WALK_SKIPS_UNSWEPT
     uint64_t s;
     for (dq_node *n = dq_walk_first(w->q); n != core->boundary; n = dq_walk_next(n))
         if (dq_match_walk_hit(&match, n, &s) && dq_match_walk_take(w, n, s))
             return;
-#endif
     const dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
         dq_heap_segment seg[3];

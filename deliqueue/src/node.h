@@ -82,9 +82,8 @@ typedef struct dq_payload {
    looper's bookkeeping: a post reads it for the owner (prefetched with
    line 0), and writes it only when the owner changes.  The pool keeps
    nothing in the node (its free map is apart), so a node a bug left
-   linked in a stack is simply posted again over its link
-   (DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM is then a cycle the nomem test sees,
-   tools/MUTANTS.notes.md).  So a post moves the line it writes from the
+   linked in a stack is simply posted again over its link (a cycle, which
+   the nomem test sees).  So a post moves the line it writes from the
    looper's core to the producer's and reads the other, a delivery reads
    one line the producer wrote, and a message costs the consumer two
    lines of cache, as a malloc'd handoff node of 80-96 bytes does

@@ -121,6 +121,15 @@ struct dq_queue {
     size_t           idle_count, idle_capacity;
 };
 
+/* q's core, for a caller counted in by dq_users_enter, or on the
+   consumer's thread: the teardown frees it only after both are gone, so
+   this is the live core.  acquire: pairs with the teardown's release store
+   of NULL, which only dq_unref can still see. */
+static inline dq_core *dq_queue_core(dq_queue *q)
+{
+    return atomic_load_explicit(&q->core, memory_order_acquire);
+}
+
 /* -- any thread (any_lifecycle.c, any_post.c, any_claim.c) -- */
 
 /* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:

@@ -43,7 +43,19 @@
  * dq_remove_sync_barrier return -ENOENT, dq_remove 0, dq_has false,
  * dq_pending 0, dq_is_idle true, and the consumer calls -ESHUTDOWN.
  *
- * Errors are negative errno values; nothing aborts on bad input.
+ * Errors.  Every function that returns int returns 0 on success or a
+ * negative errno value (-EINVAL for bad arguments, -ENOENT, -ENOMEM,
+ * -EPERM, -ESHUTDOWN, -EAGAIN, -ETIMEDOUT), and changes nothing when it
+ * fails.  The exceptions, each documented at its function:
+ *   dq_create        returns the queue, or NULL with errno set (EINVAL, ENOMEM);
+ *   dq_ref           returns q (NULL for NULL);
+ *   dq_remove        returns how many it removed (0 on bad input);
+ *   dq_has, dq_is_idle, dq_pending
+ *                    answer the question (false, true, 0 on bad input);
+ *   dq_unref, dq_quit, dq_quit_safely
+ *                    return nothing (NULL: no-op);
+ *   dq_now, dq_atomics  cannot fail.
+ * Nothing aborts, blocks forever or leaks on bad input.
  *
  * Exactly once: every accepted message is delivered once (returned by
  * dq_next*, or dispatched by dq_loop) or discarded once (removed, cancelled,
