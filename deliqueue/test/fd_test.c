@@ -62,14 +62,19 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-static void looper_start(looper *l)
+static void looper_start_with(looper *l, const dq_options *o)
 {
-    l->q = dq_create(NULL);
+    l->q = dq_create(o);
     cr_assert_not_null(l->q);
     atomic_store(&l->running, 0);
     cr_assert_eq(pthread_create(&l->thread, NULL, loop_main, l), 0);
     while (!atomic_load(&l->running))
         sleep_ms(1);
+}
+
+static void looper_start(looper *l)
+{
+    looper_start_with(l, NULL);
 }
 
 static void looper_stop(looper *l)
@@ -272,6 +277,34 @@ Test(fd, add_from_another_thread_wakes_a_sleeping_consumer)
         counter c = { .keep = 0 };
         cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c), 0);
         cr_assert(await_count(&c.calls, 1), "round %d: the add did not wake the consumer", round);
+        looper_stop(&l);
+        close(p[0]), close(p[1]);
+    }
+}
+
+/* The same, with the add landing while the consumer polls before it
+   sleeps (the longest idle spin): the spin, and the re-check after the
+   sleep word, must see the change, since the adder found the consumer
+   awake and woke no one. */
+Test(fd, add_while_the_consumer_spins_before_sleeping)
+{
+    for (int round = 0; round < 20; round++) {
+        dq_options o = { .idle_spin_ns = DQ_IDLE_SPIN_MAX_NS };
+        looper l;
+        looper_start_with(&l, &o);
+        int p[2];
+        make_pipe(p);
+        write_byte(p[1]);
+        /* a message through the looper, waited for without sleeping: the
+           consumer then spins for up to 1 ms before it sleeps */
+        _Atomic int done = 0;
+        dq_msg m = { .target = &target_a, .obj = (void *)&done, .callback = sync_callback };
+        cr_assert_eq(dq_post(l.q, &m, NULL), 0);
+        while (!atomic_load(&done))
+            ;
+        counter c = { .keep = 0 };
+        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c), 0);
+        cr_assert(await_count(&c.calls, 1), "round %d: the add was lost", round);
         looper_stop(&l);
         close(p[0]), close(p[1]);
     }
