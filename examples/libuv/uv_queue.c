@@ -41,6 +41,10 @@ typedef struct app {
 
 static const char producer_target[] = "producer";
 
+/* Set once the pipe writer is done: each producer posts its last message
+   after that, so the run ends on wake-ups by posts, not by the pipe. */
+static _Atomic int pipe_written;
+
 typedef struct producer {
     dq_queue *q;
     int id;
@@ -50,6 +54,9 @@ static void *produce(void *arg)
 {
     producer *p = arg;
     for (int i = 0; i < MESSAGES; i++) {
+        if (i == MESSAGES - 1)
+            while (!pipe_written)
+                usleep(100);
         dq_msg m = { .target = producer_target, .what = i, .arg1 = p->id };
         int err;
         while ((err = dq_post(p->q, &m, NULL)) == -ENOMEM)
@@ -75,8 +82,9 @@ static void *write_pipe(void *arg)
         else if (n < 0 && errno == EAGAIN)
             usleep(100);
         else
-            return NULL;
+            break;
     }
+    pipe_written = 1;
     return NULL;
 }
 
