@@ -32,6 +32,9 @@ PUBLIC_SYMBOLS = [
     "dq_remove_fd_listener",
     "dq_remove_idle_handler",
     "dq_remove_sync_barrier",
+    "dq_set_name",
+    "dq_trace_enable",
+    "dq_trace_enabled",
     "dq_try_next",
     "dq_unref",
 ]

@@ -65,6 +65,7 @@ dq_queue *dq_create(const dq_options *opts)
         errno = EINVAL;
         return NULL;
     }
+    dq_trace_init_from_env();
     dq_queue *q = aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
     dq_core *core = aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
     if (q == NULL || core == NULL)
@@ -86,6 +87,7 @@ dq_queue *dq_create(const dq_options *opts)
     atomic_init(&q->quit_mode, DQ_RUNNING);
     atomic_init(&q->quit_time, -1);
     atomic_init(&q->consumer, 0);
+    atomic_init(&q->trace_name, NULL);
     if (opts != NULL)
         q->opts = *opts;
     if (q->opts.idle_spin_ns == 0)
@@ -138,6 +140,7 @@ void dq_unref(dq_queue *q)
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
     free(q->idle);
+    dq_trace_names_free(&q->trace_name);
     free(q);
 }
 

@@ -189,6 +189,7 @@ static void looper_sweep_node(dq_core *core, dq_node *n)
        due by sweep_now (a due-now post) goes to the due run when it sorts
        after the run's last: O(1), not a sift through the delayed ones. */
     (void)dq_heap_push_due(heap_of(core, n), &n->heap, key, core->sweep_now);
+    core->barriers += dq_node_is_barrier(s);
 }
 
 /* Take the nodes pushed since the last sweep into the heaps.  They sit
@@ -291,6 +292,9 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
 /* A node claimed by a remover (REMOVED): out of heap and stack, retired. */
 static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
 {
+    /* the only way a barrier leaves the heaps (none is ever delivered) */
+    if (n->heap.index != DQ_HEAP_NONE)
+        core->barriers -= node_is_barrier(n);
     looper_heap_remove(core, n);
     if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
         looper_unlink(q, core, n);
@@ -552,12 +556,17 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
             dq_looper_fd_park(q, deadline);
             return false;
         }
+        bool traced = dq_trace_on();
+        if (traced)
+            dq_trace_sleep_begin(q, deadline);
         /* with fds watched, epoll over them and the eventfd that a wake
            writes instead of the futex (dq_fd_signal) */
         if (in_epoll)
             dq_looper_fd_wait(q, deadline);
         else
             dq_event_wait(&q->wake, seen, deadline);
+        if (traced)
+            dq_trace_end();
     }
     /* relaxed: a producer that still reads the old word only wakes us
        needlessly; we re-check everything before the next sleep */
@@ -595,6 +604,17 @@ static int looper_await_quit_mode(dq_queue *q)
 
 #define NO_WAIT (-1)
 
+/* Tracing on: the backlog counter, when it changed (trace.h). */
+static __attribute__((noinline)) void looper_trace_backlog(dq_queue *q, dq_core *core)
+{
+    size_t held = (size_t)dq_heap_size(&core->sync_heap) +
+                  dq_heap_size(&core->async_heap) - core->barriers;
+    if (held != core->traced_backlog) {
+        core->traced_backlog = held;
+        dq_trace_backlog(q, held);
+    }
+}
+
 static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
 {
     if (q == NULL || out == NULL)
@@ -627,6 +647,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         err = looper_collect(q, core);
         if (err)
             return err;
+        if (dq_trace_on())
+            looper_trace_backlog(q, core);
         if (mode == DQ_QUIT_NOW) {
             dq_looper_teardown(q);
             return -ESHUTDOWN;
@@ -640,7 +662,10 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             dq_looper_fd_step(q, now, n != NULL, n != NULL ? n->due : 0) > 0)
             continue;
         if (n != NULL) {
-            if (looper_take(q, core, n, out))
+            bool taken = looper_take(q, core, n, out);
+            if (dq_trace_on())
+                looper_trace_backlog(q, core);
+            if (taken)
                 return 0;
             continue;
         }
@@ -679,33 +704,47 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     }
 }
 
+/* A delivery by dq_next*, as a trace event when tracing is on. */
+static inline int looper_delivered(dq_queue *q, const dq_msg *out, int err)
+{
+    if (err == 0 && dq_trace_on())
+        dq_trace_deliver(q, out->what);
+    return err;
+}
+
 int dq_next(dq_queue *q, dq_msg *out)
 {
-    return looper_next(q, out, INT64_MAX);
+    return looper_delivered(q, out, looper_next(q, out, INT64_MAX));
 }
 
 int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline)
 {
-    return looper_next(q, out, deadline < 0 ? 0 : deadline);
+    return looper_delivered(q, out, looper_next(q, out, deadline < 0 ? 0 : deadline));
 }
 
 int dq_try_next(dq_queue *q, dq_msg *out)
 {
-    return looper_next(q, out, NO_WAIT);
+    return looper_delivered(q, out, looper_next(q, out, NO_WAIT));
 }
 
 int dq_loop(dq_queue *q)
 {
     for (;;) {
         dq_msg m;
-        int err = dq_next(q, &m);
+        int err = looper_next(q, &m, INT64_MAX);
         if (err == -ESHUTDOWN)
             return 0;
         if (err)
             return err;
+        /* sampled once: the slice the dispatch begins is the one it ends */
+        bool traced = dq_trace_on();
+        if (traced)
+            dq_trace_dispatch_begin(q, m.what);
         if (m.callback != NULL)
             m.callback(&m);
         else if (q->opts.dispatch != NULL)
             q->opts.dispatch(&m, q->opts.ctx);
+        if (traced)
+            dq_trace_end();
     }
 }

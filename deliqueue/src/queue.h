@@ -30,6 +30,7 @@
 #include "node.h"
 #include "pool.h"
 #include "registry.h"
+#include "trace.h"
 #include "wait.h"
 
 #define DQ_CACHE_LINE 64
@@ -87,6 +88,8 @@ typedef struct dq_core {
     _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
+    size_t   barriers;                        /* barriers in sync_heap */
+    size_t   traced_backlog;                  /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
@@ -116,6 +119,7 @@ struct dq_queue {
     _Atomic(dq_core *) core;         /* NULL after teardown */
     dq_options opts;
 
+    _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
     pthread_mutex_t  idle_lock;      /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t           idle_count, idle_capacity;

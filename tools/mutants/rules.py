@@ -83,6 +83,8 @@ RULES = [
         E("""} else {
         if (!barrier)
             dq_report_discard(q, n);
+        if (!barrier && dq_trace_on())
+            dq_trace_cancel(q, n->msg.what);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
@@ -91,6 +93,8 @@ RULES = [
         core_leave(q, counted);
         if (!barrier)
             dq_report_discard(q, n);
+        if (!barrier && dq_trace_on())
+            dq_trace_cancel(q, n->msg.what);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q);
