@@ -15,6 +15,15 @@ VARIANTS = [
     ("sleep_wake_weak_sleep_store_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_SLEEP_STORE"]),
     ("sleep_wake_weak_removal_push_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_REMOVAL_PUSH"]),
     ("sleep_wake_weak_quit_tag_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_QUIT_TAG"]),
+    # fd_wake.pml: the epoll wait, the waker's choice of wait, adds of fd listeners
+    ("fd_wake_test", "fd_wake", "pass", [], []),
+    ("fd_wake_live_test", "fd_wake", "pass", ["--ltl", "live"], []),
+    ("fd_wake_tso_test", "fd_wake", "pass", [], ["-DTSO"]),
+    ("fd_wake_no_fd_recheck_test", "fd_wake", "catch", [], ["-DMUTANT_NO_FD_RECHECK"]),
+    ("fd_wake_mark_after_word_test", "fd_wake", "catch", [], ["-DMUTANT_MARK_AFTER_WORD"]),
+    ("fd_wake_no_eventfd_write_test", "fd_wake", "catch", [], ["-DMUTANT_NO_EVENTFD_WRITE"]),
+    ("fd_wake_no_fd_recheck_live_test", "fd_wake", "catch", ["--ltl", "live"], ["-DMUTANT_NO_FD_RECHECK"]),
+    ("fd_wake_weak_fd_changed_test", "fd_wake", "catch", [], ["-DTSO", "-DWEAK_FD_CHANGED"]),
     # drain.pml: dq_quit_safely's drain
     ("drain_test", "drain", "pass", [], []),
     ("drain_live_test", "drain", "pass", ["--ltl", "done"], []),

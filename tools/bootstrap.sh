@@ -53,6 +53,7 @@ HOST_PACKAGES=(
   file dpkg-dev spin trace-cmd
   bazel-skylib bazel-platforms bazel-rules-java
   pkg-config clang-format-14
+  libuv1-dev libglib2.0-dev
 )
 
 # buildifier for tools/format (the lint gate), from npm: the version is
