@@ -2,7 +2,8 @@
 # Proof that --config=arm64-lse really emits LSE atomics: the CAS binary must
 # contain a `cas` instruction, die with SIGILL on an ARMv8.0 CPU model
 # (cortex-a53) and run cleanly on QEMU's `max` model. The arm64 binary runs
-# directly through binfmt_misc; QEMU_LD_PREFIX comes from --test_env.
+# directly through binfmt_misc; QEMU_LD_PREFIX comes from --run_under
+# (//tools/remote:arm64_run).
 #
 # usage: lse_trap_test.sh LSE_CAS_BINARY
 set -u

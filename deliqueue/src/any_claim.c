@@ -129,6 +129,8 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
     } else {
         if (!barrier)
             dq_report_discard(q, n);
+        if (!barrier && dq_trace_on())
+            dq_trace_cancel(q, n->msg.what);
         push_removal(core, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
@@ -185,6 +187,8 @@ bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s)
             &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
             memory_order_acq_rel, memory_order_relaxed)) {
         dq_report_discard(w->q, n);
+        if (dq_trace_on())
+            dq_trace_remove(w->q, n->msg.what);
         /* the node is ours now: chain it for one push at the end */
         n->aux_next = w->first;
         w->first = n;

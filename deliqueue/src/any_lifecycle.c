@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- the live cores ------------------------------------------------------ */
@@ -64,6 +65,7 @@ dq_queue *dq_create(const dq_options *opts)
         errno = EINVAL;
         return NULL;
     }
+    dq_trace_init_from_env();
     dq_queue *q = aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
     dq_core *core = aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
     if (q == NULL || core == NULL)
@@ -78,11 +80,14 @@ dq_queue *dq_create(const dq_options *opts)
     }
     atomic_init(&q->top, 0);
     atomic_init(&q->sleep, DQ_AWAKE);
+    atomic_init(&q->fd_state, NULL);
+    atomic_init(&q->fd_changed, 0);
     atomic_init(&q->users, 0);
     atomic_init(&q->refs, 1);
     atomic_init(&q->quit_mode, DQ_RUNNING);
     atomic_init(&q->quit_time, -1);
     atomic_init(&q->consumer, 0);
+    atomic_init(&q->trace_name, NULL);
     if (opts != NULL)
         q->opts = *opts;
     if (q->opts.idle_spin_ns == 0)
@@ -131,9 +136,11 @@ void dq_unref(dq_queue *q)
        consumer already tore the core down */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
+    dq_fd_free(q);
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
     free(q->idle);
+    dq_trace_names_free(&q->trace_name);
     free(q);
 }
 

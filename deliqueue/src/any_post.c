@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- posting ------------------------------------------------------------ */
@@ -22,8 +23,11 @@ static void wake_sleeper(dq_queue *q, int64_t seen)
 {
     if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
                                                 memory_order_seq_cst,
-                                                memory_order_relaxed))
-        dq_event_signal(&q->wake);
+                                                memory_order_relaxed)) {
+        /* a consumer watching fds may sleep in epoll */
+        if (!dq_fd_signal(q))
+            dq_event_signal(&q->wake);
+    }
 }
 
 void dq_wake_consumer(dq_queue *q)
@@ -210,11 +214,26 @@ post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok
     return post_node_with(dq_pool_take_cached(), q, m, due, barrier, tok);
 }
 
+/* Tracing on: the post's event, then the post (trace.h). */
+static __attribute__((noinline)) int
+post_traced(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
+            dq_token *tok)
+{
+    dq_trace_post(q, barrier ? 0 : m->what, when, barrier);
+    int err = post_node(q, m, due, barrier, tok);
+    if (err)
+        dq_trace_post_refused(q, err);
+    return err;
+}
+
 int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)
 {
     if (q == NULL || dq_msg_check(m) != 0 || when < 0)
         return -EINVAL;
-    return post_node(q, m, when == 0 ? DQ_KEY_FRONT : when, false, tok);
+    int64_t due = when == 0 ? DQ_KEY_FRONT : when;
+    if (dq_trace_on())
+        return post_traced(q, m, when, due, false, tok);
+    return post_node(q, m, due, false, tok);
 }
 
 int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok)
@@ -237,5 +256,7 @@ int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
     if (q == NULL)
         return -EINVAL;
     int64_t now = dq_now();
+    if (dq_trace_on())
+        return post_traced(q, NULL, now, now, true, tok);
     return post_node(q, NULL, now, true, tok);
 }

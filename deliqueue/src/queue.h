@@ -30,6 +30,7 @@
 #include "node.h"
 #include "pool.h"
 #include "registry.h"
+#include "trace.h"
 #include "wait.h"
 
 #define DQ_CACHE_LINE 64
@@ -87,6 +88,8 @@ typedef struct dq_core {
     _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
+    size_t   barriers;                        /* barriers in sync_heap */
+    size_t   traced_backlog;                  /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
@@ -100,6 +103,12 @@ struct dq_queue {
        only by a sync post that finds the consumer asleep and held */
     _Atomic int64_t held_due;
     dq_event wake;
+    /* fd listeners (fd.h): NULL until the first dq_add_fd_listener or
+       dq_backend_fd; set once, freed by the last dq_unref.  fd_changed:
+       set by every listener add or remove, cleared by the consumer.  Both
+       read by the consumer every step, so on this line, which it owns. */
+    _Atomic(struct dq_fd_state *) fd_state;
+    _Atomic uint32_t fd_changed;
 
     alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
     _Atomic uint64_t refs;
@@ -110,6 +119,7 @@ struct dq_queue {
     _Atomic(dq_core *) core;         /* NULL after teardown */
     dq_options opts;
 
+    _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
     pthread_mutex_t  idle_lock;      /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t           idle_count, idle_capacity;
@@ -146,6 +156,9 @@ void dq_core_unregister(dq_core *core);
    boundary are its own to read between looper steps, and nothing it can
    reach is retired while it reads. */
 bool dq_looper_is_self(dq_queue *q);
+/* Make the calling thread q's consumer if it has none: 0, or -EPERM if
+   another thread is. */
+int  dq_looper_claim(dq_queue *q);
 /* Tear down the core: only with the queue quitting and no other thread
    able to consume (the consumer, or the last reference). */
 void dq_looper_teardown(dq_queue *q);
