@@ -1,5 +1,5 @@
 """dq_dispatchable_library: one arm64 binary that runs inline LSE atomics on
-ARMv8.1+ and LL/SC loops on ARMv8.0, chosen once at load time (issue 4).
+ARMv8.1+ and LL/SC loops on ARMv8.0, chosen once at load time.
 
 Outside --config=arm64-dispatch it is exactly the cc_library it replaces.
 Under it (//tools/build_defs:dispatch, i.e. --define=dq_dispatch=1):

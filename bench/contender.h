@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/contender.h: the one interface every queue in the benchmark is
- * driven through, so that the scenarios in queue_bench.c are written once
+ * driven through, so that the scenarios (bench/scenarios/) are written once
  * and the contenders differ only where they truly differ.
  *
  * Who may call what concurrently (for every contender)

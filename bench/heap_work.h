@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <deliqueue/heap.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/heap.h>
+#include <deliqueue_internal/msg.h>
 
 /* The comparators measured.  "branchless" is the library's dq_key_less
    (dq_heap_* itself), "branchy" msg.h's dq_key_less_branchy.  The other

@@ -2,7 +2,7 @@
 /*
  * push_decomp: where a post's cost goes, step by step from the floor up to
  * dq_post_at, so that "push within 1.5x of the floor" can be read against
- * what each step costs on this machine (issue 6).  Prints ratios.
+ * what each step costs on this machine.  Prints ratios.
  *
  * Every case pushes ROUND_PUSHES nodes onto one atomic list top with the
  * same CAS loop as bench/contenders/floor.c; it differs from the previous
@@ -38,17 +38,17 @@
  *                    synthetic steps ~20)
  *   +owner read      the same, and the post reads line 1 (the owner)
  *   +address order   the same nodes, taken in address order (as the pool's
- *                    free map hands them out since 7b71ff9: the lowest
- *                    free nodes of a 64-node word first), with the owner
+ *                    free map hands them out: the lowest free nodes of a
+ *                    64-node word first), with the owner
  *                    read: the library's memory now
  *   +pool chain      from +owner read: the next node is found through a
  *     through line 1 link in line 1 of the current one (with a hint to the
- *                    node 7 ahead for the prefetch), as the pool's chain
- *                    of batches was until 7b71ff9
+ *                    node 7 ahead for the prefetch), a chain of
+ *                    batches, which the free map replaced
  *   +pool chain      from +scattered: the link and the hint are in line 0
- *     in line 0      (over the dead next and due) and line 1 is not read,
- *                    as in 278b84b, undone in 1a4cf54: a chain in next
- *                    hid a mutant from the nomem test
+ *     in line 0      (over the dead next and due) and line 1 is not read;
+ *                    the pool does not chain through next, where a chain
+ *                    hides a lost node from the out-of-memory test
  *   dq_post_at       deliqueue itself: 10k far-future background messages;
  *                    between rounds its looper thread removes the round's
  *                    messages and sweeps (as queue_bench's insert rounds)

@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# smoke_test.sh QUEUE_BENCH HEAP_CMP PUSH_DECOMP STEADY_POST
+# smoke_test.sh QUEUE_BENCH HEAP_CMP PUSH_DECOMP STEADY_POST SUMMARY_PY
 # The benchmarks run and print what they promise.  Not a timed assertion:
 # no number is checked, only that every contender and scenario appears.
 set -eu
-qb=$1 hc=$2 pd=$3 sp=$4
+qb=$1 hc=$2 pd=$3 sp=$4 summary=$5
 out=${TEST_TMPDIR:-/tmp}/queue_bench.out
 json=${TEST_TMPDIR:-/tmp}/queue_bench.json
 "$qb" --quick --reps 1 --json "$json" >"$out"
@@ -26,6 +26,11 @@ for row in 'insert cost, depth 1000, 1 producer' 'insert throughput, depth 10000
 done
 grep -q '"metrics": \[' "$json" || fail "no metrics in JSON"
 grep -q '"ratio_to_deliqueue"' "$json" || fail "no ratios in JSON"
+python3 "$summary" "$json" >"$out.summary" || fail "summary.py failed on the JSON"
+grep -q "^| push at depth 10k, 1 producer: deliqueue's cost / the floor's | [0-9.]*x ([0-9.]*x-[0-9.]*x) | " \
+    "$out.summary" || fail "summary.py: no push row with its range"
+echo '{}' >"$out.bad"
+python3 "$summary" "$out.bad" >/dev/null 2>&1 && fail "summary.py accepted a file that is not queue_bench JSON"
 # Every comparator spells the same total order (keys never repeat: seq is
 # unique), so the same workload pops the same keys in the same order and
 # each heap's checksum of them must agree; both sift-down shapes are

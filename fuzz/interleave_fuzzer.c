@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/msg.h>
 #include <deliqueue/testing.h>
 
 #include "fuzz/watchdog.h"

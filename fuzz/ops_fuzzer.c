@@ -32,7 +32,7 @@
 
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/legacy.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/msg.h>
 #include <deliqueue/testing.h>
 
 #include "fuzz/watchdog.h"

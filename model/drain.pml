@@ -2,8 +2,8 @@
  * drain.pml: dq_quit_safely and the drain that follows it.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any.c     dq_quit_safely (tag_top, quit_time,
- *                           quit_safely_trim, raise_quit_mode),
+ *   deliqueue/src/any_*.c   dq_quit_safely (tag_top, quit_time,
+ *                           dq_claim_due_after, raise_quit_mode),
  *                           dq_wake_consumer,
  *                           wake_sleeper, post_node_with, post_pushed,
  *                           match_walk_run (dq_remove), claim_token,
@@ -362,7 +362,7 @@ proctype quitter() {
 #ifdef MUTANT_MODE_BEFORE_TRIM
   atomic { DRAINED(TQ) -> if :: mode == RUNNING -> mode = SAFELY :: else fi };
 #endif
-  /* quit_safely_trim: dq_users_enter, a walk claiming what is due after
+  /* dq_claim_due_after: dq_users_enter, a walk claiming what is due after
      the cut, push_removals, dq_users_leave */
   atomic {
     DRAINED(TQ) ->

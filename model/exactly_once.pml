@@ -7,10 +7,10 @@
  *                           looper_take (delivery CAS PENDING->DELIVERED),
  *                           dq_looper_teardown (reports what is still
  *                           PENDING, without CAS, once the users drained)
- *   deliqueue/src/any.c     post_node_with, claim_token (dq_cancel: CAS
+ *   deliqueue/src/any_*.c   post_node_with, claim_token (dq_cancel: CAS
  *                           PENDING->REMOVED), match_walk_run (dq_remove:
  *                           the same CAS), push_removals, dq_quit,
- *                           dq_quit_safely (quit_safely_trim: the same
+ *                           dq_quit_safely (dq_claim_due_after: the same
  *                           CAS on what is due after the cut),
  *                           dq_users_enter, dq_users_leave
  *
@@ -233,7 +233,7 @@ proctype quitter() {
      mode = NOW; tag = 1; users = users | UQUIT
   :: /* dq_quit_safely: the tag, the cut, the trim, the mode */
      tag = 1; quit_time = 1;
-     /* quit_safely_trim: a walker inside the user count */
+     /* dq_claim_due_after: a walker inside the user count */
      atomic { if :: !(users & UQUIT) -> users++; in = 1 :: else fi };
      if
      :: in ->

@@ -6,7 +6,7 @@
  *   deliqueue/src/looper.c  looper_next, looper_collect, looper_pick,
  *                           looper_take, looper_sleep, looper_has_news,
  *                           dq_looper_teardown
- *   deliqueue/src/any.c     post_node_with, post_pushed, wake_for_post,
+ *   deliqueue/src/any_*.c   post_node_with, post_pushed, wake_for_post,
  *                           wake_sleeper, dq_wake_consumer, claim_token,
  *                           push_removals, dq_quit (raise_quit_mode,
  *                           tag_top)
@@ -335,7 +335,7 @@ done:
   skip
 }
 
-/* ---- P1: one post of a kind it picks (any.c: dq_post_* -> post_node_with) */
+/* ---- P1: one post of a kind it picks (any_post.c: dq_post_* -> post_node_with) */
 active proctype producer() {
   byte d, s, dl, hd;
   bool as, held, won;
@@ -391,7 +391,7 @@ active proctype barrier() {
         wake_consumer(TP2)                  /* dq_wake_consumer */
      :: else
      fi
-  :: /* dq_quit (any.c) */
+  :: /* dq_quit (any_lifecycle.c) */
      atomic { DRAINED(TP2) -> quitnow = 1 };  /* quit: mode NOW (seq_cst), before the tag */
 #ifdef WEAK_QUIT_TAG
      st_plain(TP2, V_TAG, 1);

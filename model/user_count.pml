@@ -4,7 +4,7 @@
  * one leaves.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any.c     dq_users_enter (CAS count + 1 while the QUIT
+ *   deliqueue/src/any_*.c   dq_users_enter (CAS count + 1 while the QUIT
  *                           bit is clear, else -ESHUTDOWN),
  *                           dq_users_leave (fetch_sub; the one that takes
  *                           the word from QUIT|1 signals the event), dq_quit

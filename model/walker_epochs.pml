@@ -3,7 +3,7 @@
  * unlinked node only when no walker can stand on it.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any.c     walk_begin, walk_end, match_walk_run (the
+ *   deliqueue/src/any_*.c   walk_begin, walk_end, match_walk_run (the
  *                           walk over the stack's links)
  *   deliqueue/src/looper.c  looper_reclaim (check, advance, recycle),
  *                           looper_retire (retire epoch), and the

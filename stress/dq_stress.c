@@ -89,7 +89,7 @@
 #include <unistd.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/msg.h>
 
 #include "stress/stress_util.h"
 

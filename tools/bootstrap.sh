@@ -10,12 +10,12 @@
 #      of Criterion, Concurrency Kit, liburcu and their runtime dependencies
 #      (libc6 included, so it is also QEMU_LD_PREFIX). Unpacked with
 #      `dpkg-deb -x`, never installed: the arm64 -dev packages conflict with
-#      the amd64 ones (SPEC §4). Downloaded .debs are cached in
+#      the amd64 ones. Downloaded .debs are cached in
 #      /var/cache/deliqueue/arm64-debs so a fresh clone does not fetch again.
 #      Tests find it in their runfiles (//tools/remote:arm64_run), so no
 #      host path reaches a test action.
 #   3. binfmt_misc: arm64 ELF files run through qemu-aarch64, so Criterion
-#      can re-execute its own test binary (SPEC §4).
+#      can re-execute its own test binary.
 #   4. vm.mmap_rnd_bits <= 28, which clang-14's TSan runtime needs.
 #
 # Usage: tools/bootstrap.sh [--quiet]
@@ -48,7 +48,9 @@ HOST_PACKAGES=(
   clang-14 libclang-rt-14-dev llvm
   libck-dev libcriterion-dev liburcu-dev
   valgrind gnuplot-nox openssh-server chromium python3
-  file dpkg-dev spin
+  file dpkg-dev spin trace-cmd
+  bazel-skylib bazel-platforms bazel-rules-java
+  pkg-config clang-format-14 npm
 )
 
 # Roots of the arm64 sysroot; their Depends are followed recursively.

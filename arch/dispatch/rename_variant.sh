@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # rename_variant.sh SUFFIX NM OBJCOPY CC OUT_OBJ OUT_SYMS ARCHIVE...
 #
-# One build variant of the dispatched library (issue 4): merge the objects
+# One build variant of the dispatched library: merge the objects
 # of ARCHIVE(s) into one relocatable object (cc -r, i.e. ld -r), then append
 # __SUFFIX to every global symbol the variant defines (nm --defined-only -g,
 # objcopy --redefine-syms), so that the llsc and lse copies of the queue can

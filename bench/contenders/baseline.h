@@ -24,8 +24,8 @@
 #include <stdlib.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/heap.h>
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/heap.h>
+#include <deliqueue_internal/msg.h>
 #include <deliqueue_arch/cpu.h>
 
 #include "bench/contender.h"
@@ -136,7 +136,7 @@ static inline bool bench_idle_poll(bool (*news)(const void *arg), const void *ar
 /* Owner of h: remove and free every pending node matching *match; returns
    how many.  Matches are collected first because each removal moves
    slots.  The scan is the one deliqueue's looper makes of its own heaps
-   (match_walk_slots in deliqueue/src/any.c): each run of slots walked by
+   (match_walk_slots in deliqueue/src/looper_walk.c): each run of slots walked by
    pointer, the node 16 slots ahead prefetched, the criteria in a local
    copy that no store can alias, so that remove by criteria compares the
    designs and not two spellings of the same loop. */

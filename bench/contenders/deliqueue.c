@@ -13,7 +13,10 @@
 
 static void *create(void)
 {
-    return dq_create(NULL);
+    dq_queue *q = dq_create(NULL);
+    if (q != NULL)
+        (void)dq_set_name(q, "bench"); /* in trace events: dq:bench */
+    return q;
 }
 
 static void destroy(void *q)

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench/contenders/handoff.h: the consumer half shared by the two handoff
- * baselines (Concurrency Kit's ck_stack and liburcu's cds_lfs).  Producers
- * push a bench_node onto a library's lock-free stack; the consumer takes
- * the whole stack at once, restores arrival order, numbers the batch and
- * moves it into its private dq_heap.  This is DeliQueue's idea without its
- * stack traversal, back-links and thread-safe removal: what a C engineer
- * would build from an off-the-shelf stack.
+ * bench/contenders/handoff.h: the handoff driver, all of the two handoff
+ * baselines (Concurrency Kit's ck_stack, ck_handoff.c, and liburcu's
+ * cds_lfs, urcu_handoff.c) but their stack.  Producers push a bench_node
+ * onto a library's lock-free stack; the consumer takes the whole stack at
+ * once, restores arrival order, numbers the batch and moves it into its
+ * private dq_heap.  This is DeliQueue's idea without its stack traversal,
+ * back-links and thread-safe removal: what a C engineer would build from
+ * an off-the-shelf stack.  A contender supplies a handoff_stack (its
+ * queue's layout and four stack operations) and HANDOFF_CONTENDER makes the
+ * bench_contender; the stack's operations are constants of its translation
+ * unit, so they inline as if written out in it.
  *
  * Who may call what concurrently
- *   producer   handoff_producer_wake (after its push)     everything
- *   any        bench_node_cancel (tombstone, lazy cleanup) everything
- *   consumer   handoff_absorb, handoff_take, handoff_park,  producers, cancel
- *              handoff_remove
+ *   producer   post_at (push, then handoff_producer_wake)  everything
+ *   any        cancel (a tombstone, lazy cleanup)          everything
+ *   consumer   try_next, next_until, remove, and the       producers, cancel
+ *              handoff_* helpers they are made of
  *
  * Parking is an eventcount on a futex: after polling the stack for the
  * idle spin every consumer shares (bench_idle_poll), the consumer announces
@@ -28,6 +32,8 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +58,31 @@ static inline void handoff_init(handoff_looper *h)
     h->sweep_now = 0;
     atomic_init(&h->parked, 0);
     atomic_init(&h->wake_word, 0);
+}
+
+/* What a handoff contender supplies (HANDOFF_CONTENDER fills it in).  Its
+   queue object holds the stack top alone on its cache line (the producers'
+   one shared write) and a handoff_looper at looper_offset; every operation
+   gets the whole queue. */
+typedef struct handoff_stack {
+    size_t size;            /* of the queue object, allocated 64-aligned */
+    size_t looper_offset;
+    /* owner: an empty stack */
+    void (*init)(void *q);
+    /* producer: push n through its link field */
+    void (*push)(void *q, bench_node *n);
+    /* consumer, polled by bench_idle_poll: an atomic load of the top */
+    bool (*is_empty)(const void *q);
+    /* consumer, the only popper: take the whole stack; its newest node,
+       NULL when empty */
+    bench_node *(*pop_all)(void *q);
+    /* consumer: the next older node of a taken stack, NULL after the last */
+    bench_node *(*next)(const bench_node *n);
+} handoff_stack;
+
+static inline handoff_looper *handoff_looper_of(const handoff_stack *s, void *q)
+{
+    return (handoff_looper *)(void *)((char *)q + s->looper_offset);
 }
 
 /* Consumer: move a drained batch (linked by batch_next, newest first) into
@@ -104,33 +135,43 @@ static inline int64_t handoff_next_due(const handoff_looper *h)
     return k == NULL ? INT64_MAX : k->when;
 }
 
+/* Consumer: everything pushed so far into the heap. */
+static inline void handoff_drain(const handoff_stack *s, void *q)
+{
+    if (s->is_empty(q))
+        return;
+    bench_node *newest_first = s->pop_all(q);
+    for (bench_node *n = newest_first, *next; n != NULL; n = next) {
+        next = s->next(n);
+        n->batch_next = next;
+    }
+    handoff_absorb(handoff_looper_of(s, q), newest_first);
+}
+
 typedef struct handoff_news {
-    bool (*still_empty)(const void *stack);
-    const void *stack;
+    const handoff_stack *s;
+    const void          *q;
 } handoff_news;
 
 static inline bool handoff_has_news(const void *arg)
 {
     const handoff_news *n = arg;
-    return !n->still_empty(n->stack);
+    return !n->s->is_empty(n->q);
 }
 
-/* Consumer: sleep until deadline or a producer's wake, unless
-   still_empty(stack) turns false while it polls or once parked is
-   announced. */
-static inline void handoff_park(handoff_looper *h, int64_t deadline,
-                                bool (*still_empty)(const void *stack),
-                                const void *stack)
+/* Consumer: sleep until deadline or a producer's wake, unless the stack
+   turns non-empty while it polls or once parked is announced. */
+static inline void handoff_park(const handoff_stack *s, void *q, int64_t deadline)
 {
-    if (bench_idle_poll(handoff_has_news, &(handoff_news){ still_empty, stack },
-                        deadline))
+    handoff_looper *h = handoff_looper_of(s, q);
+    if (bench_idle_poll(handoff_has_news, &(handoff_news){ s, q }, deadline))
         return;
     uint32_t word = atomic_load_explicit(&h->wake_word, memory_order_acquire);
     /* seq_cst store then the emptiness load: with the producer's locked
        push followed by its load of parked, one of the two sees the other */
     atomic_store_explicit(&h->parked, 1, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
-    if (still_empty(stack)) {
+    if (s->is_empty(q)) {
         int64_t wait = deadline - bench_now();
         if (wait > 0) {
             struct timespec ts = { wait / 1000000000, wait % 1000000000 };
@@ -167,34 +208,124 @@ static inline void handoff_producer_wake(handoff_looper *h)
     }
 }
 
-/* Consumer: one non-blocking step, given how to drain the stack. */
-static inline int handoff_try_next(handoff_looper *h, dq_msg *out,
-                                   void (*drain)(void *q), void *q)
+/* Consumer: one non-blocking step. */
+static inline int handoff_try_next(const handoff_stack *s, void *q, dq_msg *out)
 {
+    handoff_looper *h = handoff_looper_of(s, q);
     int64_t now = bench_now();
     h->sweep_now = now;
-    drain(q);
+    handoff_drain(s, q);
     return handoff_take(h, out, now);
 }
 
-/* Consumer: the whole next_until loop, given how to drain the stack. */
-static inline int handoff_next_until(handoff_looper *h, dq_msg *out,
-                                     int64_t deadline,
-                                     void (*drain)(void *q), void *q,
-                                     bool (*still_empty)(const void *stack),
-                                     const void *stack)
+/* Consumer: deliver the earliest message once due, or -ETIMEDOUT at
+   deadline. */
+static inline int handoff_next_until(const handoff_stack *s, void *q, dq_msg *out,
+                                     int64_t deadline)
 {
+    handoff_looper *h = handoff_looper_of(s, q);
     for (;;) {
         int64_t now = bench_now();
         h->sweep_now = now;
-        drain(q);
+        handoff_drain(s, q);
         if (handoff_take(h, out, now) == 0)
             return 0;
         if (now >= deadline)
             return -ETIMEDOUT;
         int64_t until = handoff_next_due(h);
-        handoff_park(h, until < deadline ? until : deadline, still_empty, stack);
+        handoff_park(s, q, until < deadline ? until : deadline);
     }
 }
+
+static inline void *handoff_create(const handoff_stack *s)
+{
+    void *q = aligned_alloc(64, (s->size + 63) / 64 * 64);
+    if (q == NULL)
+        return NULL;
+    s->init(q);
+    handoff_init(handoff_looper_of(s, q));
+    return q;
+}
+
+static inline void handoff_destroy(const handoff_stack *s, void *q)
+{
+    handoff_drain(s, q);
+    bench_heap_free_all(&handoff_looper_of(s, q)->heap);
+    free(q);
+}
+
+static inline int handoff_post_at(const handoff_stack *s, void *q, const dq_msg *m,
+                                  int64_t when, dq_token *tok)
+{
+    int err;
+    bench_node *n = bench_node_new(m, when, &err);
+    if (n == NULL)
+        return err;
+    if (tok)
+        *tok = (dq_token)(uintptr_t)n;
+    s->push(q, n);
+    handoff_producer_wake(handoff_looper_of(s, q));
+    return 0;
+}
+
+static inline int handoff_cancel(void *q, dq_token tok)
+{
+    (void)q;
+    if (tok == 0)
+        return -EINVAL;
+    return bench_node_cancel((bench_node *)(uintptr_t)tok);
+}
+
+static inline size_t handoff_remove(const handoff_stack *s, void *q, const dq_match *m)
+{
+    handoff_drain(s, q);
+    return bench_heap_remove_matching(&handoff_looper_of(s, q)->heap, m);
+}
+
+/* The bench_contender `symbol` named `id`.  The including file defines
+   queue_type, a struct with a handoff_looper `looper` after its stack, and
+   the static functions init, push, is_empty, pop_all and next of its
+   handoff_stack. */
+#define HANDOFF_CONTENDER(symbol, id, design_line, queue_type)                    \
+    static const handoff_stack symbol##_stack = {                                 \
+        .size = sizeof(queue_type),                                               \
+        .looper_offset = offsetof(queue_type, looper),                            \
+        .init = init,                                                             \
+        .push = push,                                                             \
+        .is_empty = is_empty,                                                     \
+        .pop_all = pop_all,                                                       \
+        .next = next,                                                             \
+    };                                                                            \
+    static void *symbol##_create(void) { return handoff_create(&symbol##_stack); } \
+    static void symbol##_destroy(void *q) { handoff_destroy(&symbol##_stack, q); } \
+    static int symbol##_post_at(void *q, const dq_msg *m, int64_t when,           \
+                                dq_token *tok)                                    \
+    {                                                                             \
+        return handoff_post_at(&symbol##_stack, q, m, when, tok);                 \
+    }                                                                             \
+    static int symbol##_try_next(void *q, dq_msg *out)                            \
+    {                                                                             \
+        return handoff_try_next(&symbol##_stack, q, out);                         \
+    }                                                                             \
+    static int symbol##_next_until(void *q, dq_msg *out, int64_t deadline)        \
+    {                                                                             \
+        return handoff_next_until(&symbol##_stack, q, out, deadline);             \
+    }                                                                             \
+    static size_t symbol##_remove(void *q, const dq_match *m)                     \
+    {                                                                             \
+        return handoff_remove(&symbol##_stack, q, m);                             \
+    }                                                                             \
+    const bench_contender symbol = {                                              \
+        .name = (id),                                                             \
+        .design = (design_line),                                                  \
+        .caps = BENCH_CONSUMES | BENCH_REMOVE_LOOPER,                             \
+        .create = symbol##_create,                                                \
+        .destroy = symbol##_destroy,                                              \
+        .post_at = symbol##_post_at,                                              \
+        .try_next = symbol##_try_next,                                            \
+        .next_until = symbol##_next_until,                                        \
+        .cancel = handoff_cancel,                                                 \
+        .remove = symbol##_remove,                                                \
+    }
 
 #endif /* BENCH_CONTENDERS_HANDOFF_H */

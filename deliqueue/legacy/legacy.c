@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/msg.h>
 
 /* Front posts carry when == 0 (Android's convention); timed ones when >= 1
    can't collide with it because dq_post_at maps when == 0 to the front. */

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include <deliqueue/msg.h>
+#include <deliqueue_internal/msg.h>
 #include <deliqueue/testing.h>
 
 static int target_a, target_b;

@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdatomic.h>
+#include <time.h>
 
 #include <deliqueue/deliqueue.h>
 
-#include "wait.h"
+#include "clock.h"
+
+int64_t dq_clock_real(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 #ifdef DQ_TEST_CLOCK
 #include <deliqueue/testing.h>
@@ -22,6 +33,7 @@ void dq_test_clock_advance(int64_t delta_ns)
 {
     if (delta_ns <= 0)
         return;
+    /* relaxed, and the CAS too: see manual_now */
     int64_t now = atomic_load_explicit(&manual_now, memory_order_relaxed);
     while (now >= 0) {
         int64_t next = now > INT64_MAX - delta_ns ? INT64_MAX : now + delta_ns;
@@ -39,11 +51,13 @@ void dq_test_clock_real(void)
 
 int dq_clock_is_manual(void)
 {
+    /* relaxed: see manual_now */
     return atomic_load_explicit(&manual_now, memory_order_relaxed) >= 0;
 }
 
 int64_t dq_now(void)
 {
+    /* relaxed: see manual_now */
     int64_t now = atomic_load_explicit(&manual_now, memory_order_relaxed);
     return now >= 0 ? now : dq_clock_real();
 }

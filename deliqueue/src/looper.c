@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <deliqueue/msg.h>
+#include "msg.h"
 #include <deliqueue_arch/cpu.h>
 
 #include "queue.h"
@@ -46,9 +46,6 @@ static uint64_t looper_thread_id(void)
 
 bool dq_looper_is_self(dq_queue *q)
 {
-#ifdef DQ_MUTANT_LOOPER_WALK_ANY_THREAD
-    return q != NULL; /* mutant: every thread scans the looper's heaps */
-#endif
     /* relaxed: compared with our own id only, which no other thread
        stores; a stale value is never our id unless we stored it */
     return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
@@ -97,6 +94,8 @@ static void looper_heap_remove(dq_core *core, dq_node *n)
    repeat). */
 static bool looper_reset_node(dq_node *n)
 {
+    /* relaxed: the state's last change was this thread's delivery CAS or
+       a remover's claim, acquired through the removal list */
     uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
     if (gen >= DQ_GEN_MAX)
         return false;
@@ -162,11 +161,7 @@ static void looper_reclaim(dq_core *core, bool force)
         if (core->limbo_head == NULL)
             core->limbo_tail = NULL;
         looper_limbo_count_add(core, -1);
-#ifdef DQ_MUTANT_RETIRED_NEVER_RETURNED
-        (void)n; /* mutant: the node never goes back to the pool */
-#else
         dq_pool_batch_add(&core->recycled, n);
-#endif
     }
 }
 
@@ -174,13 +169,9 @@ static void looper_reclaim(dq_core *core, bool force)
 
 static uintptr_t looper_read_top(dq_queue *q)
 {
-#ifdef DQ_MUTANT_TOP_RELAXED
-    return atomic_load_explicit(&q->top, memory_order_relaxed); /* mutant */
-#else
     /* acquire: pairs with the push CASes (a release sequence), so every
        node reached from here has its producer's payload visible */
     return atomic_load_explicit(&q->top, memory_order_acquire);
-#endif
 }
 
 static void looper_sweep_node(dq_core *core, dq_node *n)
@@ -197,6 +188,7 @@ static void looper_sweep_node(dq_core *core, dq_node *n)
        due by sweep_now (a due-now post) goes to the due run when it sorts
        after the run's last: O(1), not a sift through the delayed ones. */
     (void)dq_heap_push_due(heap_of(core, n), &n->heap, key, core->sweep_now);
+    core->barriers += dq_node_is_barrier(s);
 }
 
 /* Take the nodes pushed since the last sweep into the heaps.  They sit
@@ -272,16 +264,10 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
         uintptr_t top = atomic_load_explicit(&q->top, memory_order_relaxed);
         for (;;) {
             if (dq_top_node(top) != n) {
-#ifndef DQ_MUTANT_UNLINK_NEEDS_HEAP_ROOM
                 if (looper_sweep(q, core) != 0) {
                     looper_unlink_below_new(q, core, n, next);
                     return;
                 }
-#else
-                (void)looper_sweep(q, core); /* mutant: may leave n linked */
-                if (n->prev == NULL)
-                    return;
-#endif
                 break;
             }
             /* acq_rel: on success walkers that acquire the new top see
@@ -305,11 +291,12 @@ static void looper_unlink(dq_queue *q, dq_core *core, dq_node *n)
 /* A node claimed by a remover (REMOVED): out of heap and stack, retired. */
 static void looper_finish_removed(dq_queue *q, dq_core *core, dq_node *n)
 {
+    /* the only way a barrier leaves the heaps (none is ever delivered) */
+    if (n->heap.index != DQ_HEAP_NONE)
+        core->barriers -= node_is_barrier(n);
     looper_heap_remove(core, n);
-#ifndef DQ_MUTANT_FREELIST_NO_UNLINK
     if (!(n->looper_flags & DQ_LOOPER_UNLINKED))
         looper_unlink(q, core, n);
-#endif
     looper_retire(core, n);
 }
 
@@ -389,13 +376,9 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
 /* Claim n for delivery.  Exactly one of this CAS and a remover's wins. */
 static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
 {
+    /* relaxed: the CAS below validates it */
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
     bool won;
-#ifdef DQ_MUTANT_DELIVER_NO_CAS
-    atomic_store_explicit(&n->state, dq_state_with_life(s, DQ_DELIVERED),
-                          memory_order_relaxed); /* mutant */
-    won = true;
-#else
     /* relaxed: the RMW's atomicity alone decides the winner; the payload
        was acquired when the node was swept and is not written again
        until the node is recycled */
@@ -403,7 +386,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
           atomic_compare_exchange_strong_explicit(
               &n->state, &s, dq_state_with_life(s, DQ_DELIVERED),
               memory_order_relaxed, memory_order_relaxed);
-#endif
     looper_heap_remove(core, n);
     looper_unlink(q, core, n);
     if (!won)
@@ -426,9 +408,13 @@ static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
 
 void dq_looper_teardown(dq_queue *q)
 {
+    /* relaxed: the consumer's (or the last reference's) own view of the
+       core, which only this function changes */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
     /* Park until the last remover or walker is out.  We set the quit bit
-       ourselves so no new one can enter whatever the caller did. */
+       ourselves so no new one can enter whatever the caller did.  acq_rel:
+       release, so a remover refused by the bit is ordered after it;
+       acquire, as dq_quit's own setting of it */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     for (;;) {
         uint32_t seen = dq_event_read(&q->wake);
@@ -440,8 +426,13 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* Alone now: no producer can push (quit tag), no remover is inside. */
     dq_pool_batch *batch = &core->recycled;
+    /* acquire: pairs with the removers' push CAS (their claims and links) */
     dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
                                                 memory_order_acquire);
+    /* acquire: pairs with the push CASes, so every node's payload is
+       visible; the links and states below were then written before those
+       pushes or by this thread (the looper), or acquired with the users
+       count at zero: relaxed */
     dq_node *top = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
     for (dq_node *n = top; n != NULL;
          n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
@@ -463,6 +454,7 @@ void dq_looper_teardown(dq_queue *q)
     }
     /* then the stack itself (retiring clears the TORN marks) */
     for (dq_node *n = top; n != NULL;) {
+        /* relaxed: as in the walk above */
         dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
         looper_retire_now(n, batch);
         n = next;
@@ -474,6 +466,8 @@ void dq_looper_teardown(dq_queue *q)
     }
     dq_pool_batch_flush(batch);
     dq_core_unregister(core);
+    /* relaxed: no producer can push (the tag stays set) and no walker is
+       inside; an empty tagged stack for whoever still holds a reference */
     atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
     dq_heap_fini(&core->sync_heap);
     dq_heap_fini(&core->async_heap);
@@ -527,6 +521,7 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     if (spin_end > deadline && !dq_clock_is_manual())
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
+        /* acquire: see looper_has_news */
         if (looper_has_news(q, core, memory_order_acquire))
             return;
         dq_arch_cpu_relax();
@@ -545,8 +540,14 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */
     atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
-    if (!looper_has_news(q, core, memory_order_seq_cst))
+    if (!looper_has_news(q, core, memory_order_seq_cst)) {
+        bool traced = dq_trace_on();
+        if (traced)
+            dq_trace_sleep_begin(q, deadline);
         dq_event_wait(&q->wake, seen, deadline);
+        if (traced)
+            dq_trace_end();
+    }
     /* relaxed: a producer that still reads the old word only wakes us
        needlessly; we re-check everything before the next sleep */
     atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
@@ -581,6 +582,17 @@ static int looper_await_quit_mode(dq_queue *q)
 
 #define NO_WAIT (-1)
 
+/* Tracing on: the backlog counter, when it changed (trace.h). */
+static __attribute__((noinline)) void looper_trace_backlog(dq_queue *q, dq_core *core)
+{
+    size_t held = (size_t)dq_heap_size(&core->sync_heap) +
+                  dq_heap_size(&core->async_heap) - core->barriers;
+    if (held != core->traced_backlog) {
+        core->traced_backlog = held;
+        dq_trace_backlog(q, held);
+    }
+}
+
 static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
 {
     if (q == NULL || out == NULL)
@@ -588,6 +600,7 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     int err = looper_claim(q);
     if (err)
         return err;
+    /* acquire: pairs with the teardown's release store of NULL */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
@@ -600,6 +613,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
            The mode: dq_quit raises it before the tag, dq_quit_safely
            after (looper_await_quit_mode). */
         int mode = DQ_RUNNING;
+        /* acquire: pairs with the tag's seq_cst RMW (tag_top), so the
+           mode raised before it by dq_quit is visible */
         if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
             mode = looper_await_quit_mode(q);
         /* one clock read per step, before the sweep: what was due by
@@ -610,6 +625,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         err = looper_collect(q, core);
         if (err)
             return err;
+        if (dq_trace_on())
+            looper_trace_backlog(q, core);
         if (mode == DQ_QUIT_NOW) {
             dq_looper_teardown(q);
             return -ESHUTDOWN;
@@ -618,7 +635,10 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         bool held;
         dq_node *n = looper_pick(core, now, &deadline, &held, &held_due);
         if (n != NULL) {
-            if (looper_take(q, core, n, out))
+            bool taken = looper_take(q, core, n, out);
+            if (dq_trace_on())
+                looper_trace_backlog(q, core);
+            if (taken)
                 return 0;
             continue;
         }
@@ -643,33 +663,47 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     }
 }
 
+/* A delivery by dq_next*, as a trace event when tracing is on. */
+static inline int looper_delivered(dq_queue *q, const dq_msg *out, int err)
+{
+    if (err == 0 && dq_trace_on())
+        dq_trace_deliver(q, out->what);
+    return err;
+}
+
 int dq_next(dq_queue *q, dq_msg *out)
 {
-    return looper_next(q, out, INT64_MAX);
+    return looper_delivered(q, out, looper_next(q, out, INT64_MAX));
 }
 
 int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline)
 {
-    return looper_next(q, out, deadline < 0 ? 0 : deadline);
+    return looper_delivered(q, out, looper_next(q, out, deadline < 0 ? 0 : deadline));
 }
 
 int dq_try_next(dq_queue *q, dq_msg *out)
 {
-    return looper_next(q, out, NO_WAIT);
+    return looper_delivered(q, out, looper_next(q, out, NO_WAIT));
 }
 
 int dq_loop(dq_queue *q)
 {
     for (;;) {
         dq_msg m;
-        int err = dq_next(q, &m);
+        int err = looper_next(q, &m, INT64_MAX);
         if (err == -ESHUTDOWN)
             return 0;
         if (err)
             return err;
+        /* sampled once: the slice the dispatch begins is the one it ends */
+        bool traced = dq_trace_on();
+        if (traced)
+            dq_trace_dispatch_begin(q, m.what);
         if (m.callback != NULL)
             m.callback(&m);
         else if (q->opts.dispatch != NULL)
             q->opts.dispatch(&m, q->opts.ctx);
+        if (traced)
+            dq_trace_end();
     }
 }

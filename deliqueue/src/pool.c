@@ -8,7 +8,7 @@
  * exchange with 0 each), every non-empty one of the cache line of words
  * it finds first and of the lines after it until it holds 64 nodes, and
  * posts their nodes in address order from a magazine of 64 node pointers
- * (node.h, dq_pool_cache); a looper gives retired nodes back by or-ing
+ * (pool.h, dq_pool_cache); a looper gives retired nodes back by or-ing
  * their bits in, one fetch_or per word.
  * Takers scan the map from its low end, so the pool hands out the lowest
  * free nodes first, whatever order they were retired in: the posts of a
@@ -36,7 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "node.h"
+#include "pool.h"
 
 #define CHUNK_SHIFT 12
 #define CHUNK_NODES (1u << CHUNK_SHIFT)
@@ -95,27 +95,14 @@ static _Atomic uint64_t *free_word(uint32_t w)
     return &chunk_free[w / CHUNK_WORDS][w % CHUNK_WORDS];
 }
 
-#ifdef DQ_MUTANT_FREE_MAP_RELAXED
-#define GIVE_BACK_ORDER memory_order_relaxed /* mutant */
-#define TAKE_ORDER      memory_order_relaxed /* mutant */
-#else
 #define GIVE_BACK_ORDER memory_order_release
 #define TAKE_ORDER      memory_order_acquire
-#endif
 
 /* Take every free node of word *p: the word's bits, which are then 0. */
 static uint64_t take_word(_Atomic uint64_t *p)
 {
-#ifdef DQ_MUTANT_TAKE_NOT_ATOMIC
-    /* mutant: two takers can both read the bits, and a give-back between
-       the load and the store is lost */
-    uint64_t mask = atomic_load_explicit(p, TAKE_ORDER);
-    atomic_store_explicit(p, 0, memory_order_relaxed);
-    return mask;
-#else
     /* acquire: pairs with give_back's release (the nodes' resets) */
     return atomic_exchange_explicit(p, 0, TAKE_ORDER);
-#endif
 }
 
 /* Take every free node of word w, if it looks non-empty: 0 if not, or if a
@@ -168,14 +155,7 @@ static void mag_fill(void)
         uint64_t mask = dq_pool_cache.stash_mask[i];
         for (; mask != 0 && k < DQ_POOL_MAG_NODES; mask &= mask - 1)
             dq_pool_cache.mag[k++] = base + __builtin_ctzll(mask);
-#ifdef DQ_MUTANT_MAG_SPLIT_KEEPS_BITS
-        /* mutant: a split word keeps the bits of the nodes just moved, so
-           the next fill hands them out again */
-        if (mask == 0)
-            dq_pool_cache.stash_mask[i] = 0;
-#else
         dq_pool_cache.stash_mask[i] = mask;
-#endif
         if (mask == 0)
             i++;
     }
@@ -260,6 +240,7 @@ static void cache_release(void *unused)
     /* the magazine's nodes, one give-back per run of a word (a batch) */
     dq_pool_batch batch;
     dq_pool_batch_init(&batch);
+    /* relaxed, loads and stores: this thread's own fields (dq_pool_cache) */
     uint32_t next = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
     uint32_t count = atomic_load_explicit(&dq_pool_cache.count, memory_order_relaxed);
     for (uint32_t i = next; i < count; i++)
@@ -297,6 +278,7 @@ static int grow(void)
 {
     pthread_mutex_lock(&grow_lock);
     uint32_t total = chunk_count * CHUNK_WORDS;
+    /* relaxed: scan_from is a hint where takers start (see its store) */
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
     for (uint32_t w = 0; w < total; w++) {
         uint64_t mask = take_if_free(w);
@@ -345,6 +327,8 @@ static int grow(void)
     for (uint32_t w = 1; w < CHUNK_WORDS; w++)
         atomic_init(&words[w], ~UINT64_C(0));
     chunk_free[chunk_count] = words;
+    /* release: pairs with dq_pool_node's acquire, so a token's lookup
+       sees the nodes' initial state */
     atomic_store_explicit(&chunks[chunk_count], chunk, memory_order_release);
     chunk_count++;
     /* release: publishes chunk_free's entry and the words' initial bits
@@ -407,6 +391,8 @@ void dq_pool_batch_add(dq_pool_batch *b, dq_node *n)
     }
     b->word = w;
     mask |= bit_of(n);
+    /* relaxed: the batch's one owner writes it; dq_pool_stats only reads
+       it (the nodes reach the map through give_back's release) */
     atomic_store_explicit(&b->mask, mask, memory_order_relaxed);
     if (mask == ~UINT64_C(0))
         dq_pool_batch_flush(b);

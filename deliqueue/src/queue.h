@@ -24,9 +24,13 @@
 #include <stdint.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/heap.h>
+#include "heap.h"
 
+#include "clock.h"
 #include "node.h"
+#include "pool.h"
+#include "registry.h"
+#include "trace.h"
 #include "wait.h"
 
 #define DQ_CACHE_LINE 64
@@ -84,6 +88,8 @@ typedef struct dq_core {
     _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                         /* claimed before we met them */
+    size_t   barriers;                        /* barriers in sync_heap */
+    size_t   traced_backlog;                  /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
@@ -107,12 +113,22 @@ struct dq_queue {
     _Atomic(dq_core *) core;         /* NULL after teardown */
     dq_options opts;
 
+    _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
     pthread_mutex_t  idle_lock;      /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t           idle_count, idle_capacity;
 };
 
-/* -- shared helpers (any.c) -- */
+/* q's core, for a caller counted in by dq_users_enter, or on the
+   consumer's thread: the teardown frees it only after both are gone, so
+   this is the live core.  acquire: pairs with the teardown's release store
+   of NULL, which only dq_unref can still see. */
+static inline dq_core *dq_queue_core(dq_queue *q)
+{
+    return atomic_load_explicit(&q->core, memory_order_acquire);
+}
+
+/* -- any thread (any_lifecycle.c, any_post.c, any_claim.c) -- */
 
 /* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:
    after dq_quit, or once a quit_safely drain has ended (the teardown sets
@@ -123,10 +139,13 @@ void dq_users_leave(dq_queue *q);
 void dq_wake_consumer(dq_queue *q);
 /* Report a claimed message to on_discard (copy of its payload). */
 void dq_report_discard(dq_queue *q, const dq_node *n);
+/* Claim and report every pending message due after cut (the quit_safely
+   trim, after the quit tag has frozen the stack). */
+void dq_claim_due_after(dq_queue *q, int64_t cut);
 /* Take a core off the live cores' list (teardown, before freeing it). */
 void dq_core_unregister(dq_core *core);
 
-/* -- looper side (looper.c) -- */
+/* -- consumer only (looper.c) -- */
 /* Whether the calling thread is q's consumer: then the heaps and the
    boundary are its own to read between looper steps, and nothing it can
    reach is retired while it reads. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "clock.h"
 #include "wait.h"
 
 #ifndef DQ_WAIT_PTHREAD
@@ -97,6 +98,7 @@ void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
     struct timespec ts = to_timespec(deadline);
     pthread_mutex_lock(&e->lock);
     /* the bump happens under the lock, so this check cannot miss it */
+    /* relaxed: the lock orders it after any bump made under it */
     while (atomic_load_explicit(&e->count, memory_order_relaxed) == seen) {
         int err = deadline == INT64_MAX
                       ? pthread_cond_wait(&e->cond, &e->lock)
@@ -110,16 +112,10 @@ void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
 void dq_event_signal(dq_event *e)
 {
     pthread_mutex_lock(&e->lock);
+    /* release: pairs with dq_event_read's acquire, as the futex bump */
     atomic_fetch_add_explicit(&e->count, 1, memory_order_release);
     pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->lock);
 }
 
 #endif
-
-int64_t dq_clock_real(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}

@@ -44,9 +44,4 @@ void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline);
 /* Bump and wake the sleeper, if any. */
 void dq_event_signal(dq_event *e);
 
-/* Real monotonic time, whatever the test clock says. */
-int64_t dq_clock_real(void);
-/* Nonzero while the test clock is on (testing builds only). */
-int dq_clock_is_manual(void);
-
 #endif /* DELIQUEUE_SRC_WAIT_H */

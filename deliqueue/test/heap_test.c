@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <deliqueue/heap.h>
+#include <deliqueue_internal/heap.h>
 
 typedef struct item { dq_heap_elem elem; dq_key key; } item;
 

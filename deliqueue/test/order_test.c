@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* SPEC §3 ordering: by when, FIFO for equal when, front posts LIFO before
+/* Delivery order: by when, FIFO for equal when, front posts LIFO before
    everything, never early. */
 #include <stdlib.h>
 

@@ -225,7 +225,7 @@ Test(quit, teardown_waits_for_racing_cancellers)
     }
 }
 
-/* The consumer's own cancels take no user count (core_enter in any.c):
+/* The consumer's own cancels take no user count (core_enter in any_claim.c):
    they must still discard exactly once, and after the teardown, which
    only the consumer itself runs, they must answer -ENOENT (the message is
    gone) without touching the freed core. */

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """check_atomics: prove from the disassembly which atomics a build uses.
 
-SPEC §2 ("Atomics on arm64"): the hot paths must compile to the direct
-instruction for each target, checked mechanically, not assumed.  This tool
-disassembles a built library (archive, object, shared object or executable)
-and asserts, for every hot function and everything it calls inside the
-library (its call closure), the instruction families of one build variant:
+The hot paths must compile to the direct instruction for each target,
+checked mechanically, not assumed.  This tool disassembles a built library
+(archive, object, shared object or executable) and asserts, for every hot
+function and everything it calls inside the library (its call closure), the
+instruction families of one build variant:
 
   --expect=llsc     exclusive load/store retry loops (ldxr/ldaxr + stxr/stlxr
                     + a backward branch); no LSE instruction anywhere in the
@@ -39,7 +39,7 @@ import shutil
 import subprocess
 import sys
 
-# The queue's hot atomics (issue 4, brief): push CAS, cancel's state CAS and
+# The queue's hot atomics: push CAS, cancel's state CAS and
 # free-list push, the consumer's free-list exchange and delivery CAS.
 DEFAULT_HOT = [
     "dq_post_at", "dq_post", "dq_post_delayed", "dq_post_at_front",

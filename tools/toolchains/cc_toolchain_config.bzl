@@ -65,7 +65,7 @@ def _impl(ctx):
         feature(name = "fastbuild"),
         feature(name = "supports_pic", enabled = True),
         feature(name = "supports_start_end_lib", enabled = False),
-        # C11 is the project's language (SPEC §1). A BUILD file that needs
+        # C11 is the project's language. A BUILD file that needs
         # GNU extensions adds `copts = ["-std=gnu11"]` (later flags win).
         feature(
             name = "c11",

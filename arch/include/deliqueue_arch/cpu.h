@@ -8,7 +8,7 @@
  *   The answers are constants of the process (the CPU does not change
  *   under a running process; AT_HWCAP is fixed at exec).
  *
- * The build variants (SPEC §2 "Atomics on arm64", issue 4):
+ * The build variants:
  *   name            compiled with                        hot atomics are
  *   "x86_64"        (host)                               lock cmpxchg / xchg / lock xadd
  *   "arm64-llsc"    -march=armv8-a -mno-outline-atomics  ldaxr/stlxr retry loops

@@ -12,7 +12,8 @@
  *   any        dq_ref, dq_unref, dq_quit, dq_quit_safely,       everything
  *              dq_add_idle_handler, dq_remove_idle_handler,
  *              dq_is_idle, dq_pending, dq_now, dq_atomics,
- *              dq_pool_stats
+ *              dq_pool_stats, dq_set_name, dq_trace_enable,
+ *              dq_trace_enabled
  *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop     producers, removers, any;
  *                                                               never a second consumer
  *
@@ -41,7 +42,19 @@
  * dq_remove_sync_barrier return -ENOENT, dq_remove 0, dq_has false,
  * dq_pending 0, dq_is_idle true, and the consumer calls -ESHUTDOWN.
  *
- * Errors are negative errno values; nothing aborts on bad input.
+ * Errors.  Every function that returns int returns 0 on success or a
+ * negative errno value (-EINVAL for bad arguments, -ENOENT, -ENOMEM,
+ * -EPERM, -ESHUTDOWN, -EAGAIN, -ETIMEDOUT), and changes nothing when it
+ * fails.  The exceptions, each documented at its function:
+ *   dq_create        returns the queue, or NULL with errno set (EINVAL, ENOMEM);
+ *   dq_ref           returns q (NULL for NULL);
+ *   dq_remove        returns how many it removed (0 on bad input);
+ *   dq_has, dq_is_idle, dq_pending
+ *                    answer the question (false, true, 0 on bad input);
+ *   dq_unref, dq_quit, dq_quit_safely
+ *                    return nothing (NULL: no-op);
+ *   dq_now, dq_atomics  cannot fail.
+ * Nothing aborts, blocks forever or leaks on bad input.
  *
  * Exactly once: every accepted message is delivered once (returned by
  * dq_next*, or dispatched by dq_loop) or discarded once (removed, cancelled,
@@ -230,6 +243,27 @@ struct dq_pool_stats {
    a growing post also takes: cheap enough for a progress line every
    second, not for a hot path.  Not from on_discard.  Thread: any. */
 int dq_pool_stats(struct dq_pool_stats *out);
+
+/* Tracing: the queue's events (posts, deliveries, dq_loop's dispatches
+   and the consumer's sleeps as slices, the backlog as a counter, cancels
+   and removals) as atrace markers ("B|pid|name", "E|pid",
+   "C|pid|name|value", "I|pid|name") written to tracefs trace_marker, for
+   Perfetto and trace-cmd to record beside the kernel's scheduling events.
+   Off by default: then a post pays one predictable branch for it.  On
+   for the whole process with dq_trace_enable(true), or by the environment
+   variable DQ_TRACE (any value but "" and "0") at the first dq_create.
+   A post never fails because of tracing: if trace_marker cannot be
+   opened or written, that is said once on stderr and events are dropped. */
+#define DQ_NAME_MAX 32   /* a queue name's bytes, its NUL included */
+/* Name q in its trace events ("dq:NAME ..."; unnamed queues show their
+   address): 1 to DQ_NAME_MAX - 1 printable ASCII characters, no '|'.
+   -EINVAL for NULL q, a NULL or bad name; -ENOMEM.  Thread: any. */
+int  dq_set_name(dq_queue *q, const char *name);
+/* Turn tracing on or off.  On: 0, or the negative errno of opening
+   trace_marker (said once on stderr; tracing stays off).  Off: 0.
+   Thread: any. */
+int  dq_trace_enable(bool on);
+bool dq_trace_enabled(void);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,10 @@ void dq_test_clock_advance(int64_t delta_ns);
 /* Back to CLOCK_MONOTONIC. */
 void dq_test_clock_real(void);
 
+/* Write trace events to fd instead of tracefs trace_marker (the fd stays
+   the caller's).  0, or -EBADF for a negative fd. */
+int dq_test_trace_to_fd(int fd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,17 +81,11 @@ static inline int dq_sign_cmp(int64_t a, int64_t b)
     return (a > b) - (a < b);
 }
 
-/* The seeds' branchless comparator: sign(when) * 2 + sign(seq).  Its sign
+/* The branchless comparator of the Android MessageQueue article: sign(when) * 2 + sign(seq).  Its sign
    is the lexicographic order; correct over the whole int64 range. */
 static inline int dq_key_cmp(dq_key a, dq_key b)
 {
-#ifdef DQ_MUTANT_CMP_SUB_OVERFLOW
-    /* mutant: the tempting subtraction, which overflows for front keys */
-    int64_t d = a.when - b.when;
-    return ((d > 0) - (d < 0)) * 2 + dq_sign_cmp(a.seq, b.seq);
-#else
     return dq_sign_cmp(a.when, b.when) * 2 + dq_sign_cmp(a.seq, b.seq);
-#endif
 }
 
 /* The heap's comparator: dq_key_cmp(a, b) < 0, as one subtraction with
@@ -104,9 +98,7 @@ static inline int dq_key_cmp(dq_key a, dq_key b)
    start at 2^62 and stay positive); when may be any int64. */
 static inline bool dq_key_less(dq_key a, dq_key b)
 {
-#if defined(DQ_MUTANT_CMP_SUB_OVERFLOW)
-    return dq_key_cmp(a, b) < 0;
-#elif defined(__aarch64__) && defined(__GNUC__)
+#if defined(__aarch64__) && defined(__GNUC__)
     bool less;
     __asm__("cmp  %[aseq], %[bseq]\n\t"
             "sbcs xzr, %[awhen], %[bwhen]\n\t"

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <deliqueue/msg.h>
+#include "msg.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -261,13 +261,8 @@ static inline void dq_heap_run_take(dq_heap *h, uint32_t pos)
      arithmetic after it and measured slower than indices, hence the two.
 
    The limit of the left child, as an index (unit 1) or an offset (unit
-   one slot).  The mutant stops one slot short and so never compares
-   against the last element. */
-#ifdef DQ_MUTANT_SIFT_OFF_BY_ONE
-#define DQ_HEAP_SIFT_LIMIT(end, unit) ((end) - (unit))
-#else
+   one slot). */
 #define DQ_HEAP_SIFT_LIMIT(end, unit) (end)
-#endif
 
 #define DQ_HEAP_SLOT_SIZE sizeof(dq_heap_slot)
 
@@ -302,14 +297,8 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
     size_t right = c + DQ_HEAP_SLOT_SIZE;
     const dq_key *l = &dq_heap_slot_at(slots, c)->key;
     const dq_key *r = &dq_heap_slot_at(slots, right)->key;
-#if defined(DQ_MUTANT_PICK_LARGER)
-    /* mutant: the select's condition inverted (ge for lt), so the
-       sift-down follows the larger child */
-    return dq_key_less(*r, *l) ? c : right;
-#elif defined(DQ_MUTANT_CMP_SUB_OVERFLOW) || \
-    !(defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)))
-    /* portable; and that mutant is in dq_key_less, so the choice must
-       go through it too */
+#if !(defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)))
+    /* portable */
     return c + DQ_HEAP_SLOT_SIZE * (size_t)dq_key_less(*r, *l);
 #elif defined(__x86_64__)
     /* right < left as one signed 128-bit subtraction (seq >= 0, as
@@ -388,15 +377,8 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
         P##_place_at(slots, off, s);                                          \
     }
 
-/* Whether key k may follow the run's last slot (NULL: empty run).  The
-   mutant appends every due key, so a due key posted with an earlier time
-   (another producer's clock read, a post "at" a past time) lands behind
-   later ones. */
-#ifdef DQ_MUTANT_RUN_UNSORTED
-#define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((void)(last), true)
-#else
+/* Whether key k may follow the run's last slot (NULL: empty run). */
 #define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((last) == NULL || !LESS(k, (last)->key))
-#endif
 
 /* A heap type P ordered by LESS, with the sift-down SIFT_DOWN(P, LESS)
    (DQ_HEAP_SIFT_DOWN_BY_INDEX for any comparator; the library's own is

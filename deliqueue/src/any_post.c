@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Any thread: posting, and waking the consumer.  A post takes a node from
+ * the thread's pool cache, fills it, pushes it onto the queue's stack with
+ * one CAS, and wakes the consumer only if it sleeps and the message is
+ * due before it would wake.  Nothing here touches looper-only fields.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+
+/* ---- posting ------------------------------------------------------------ */
+
+/* Flip the sleep word from the value we read to awake and wake the
+   consumer; only the caller whose CAS wins pays for the syscall. */
+static void wake_sleeper(dq_queue *q, int64_t seen)
+{
+    if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
+                                                memory_order_seq_cst,
+                                                memory_order_relaxed))
+        dq_event_signal(&q->wake);
+}
+
+void dq_wake_consumer(dq_queue *q)
+{
+    /* seq_cst: the caller's change (quit tag, barrier removal) came before
+       this load in the single total order, and the consumer re-reads both
+       after storing its sleep word, so if we read DQ_AWAKE, or our CAS
+       loses to a newer sleep word, the consumer is bound to see the change
+       itself. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (dq_sleep_word_asleep(s))
+        wake_sleeper(q, s);
+}
+
+/* Wake the consumer, which we saw asleep in word s, if this message can
+   be deliverable before it wakes by itself: it is due before the sleeper's
+   deadline and, when a barrier holds the sync messages, it is async or
+   sorts before that barrier (due strictly earlier: a sync post with the
+   barrier's own due was pushed after it, so it sorts after it).  A front
+   post, a post at an earlier when, and a plain post whose clock was read
+   before a concurrent barrier post all sort before the barrier.  Out of
+   line: a post to a busy looper never comes here.  Returns the post's
+   result (0), so the post ends in a tail call. */
+static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
+                                                   int64_t due, bool async)
+{
+    int64_t deadline = s & ~DQ_HELD;
+    if (due >= deadline)
+        return 0;
+    /* relaxed: ordered after our seq_cst (acquire) load of s, which read
+       the consumer's seq_cst (release) store of s, made after it stored
+       held_due; a newer value is a later sleep's, whose re-read of top
+       after its own store sees our push (we read s before that store) */
+    if ((s & DQ_HELD) && !async &&
+        due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
+        return 0;
+    wake_sleeper(q, s);
+    return 0;
+}
+
+/* The push met the quit tag: the node was not accepted; take it back.
+   Its generation was never handed out, so only a guessed token can have
+   claimed it; then it was accepted and cancelled, and the discard is
+   reported.  Out of line, as wake_for_post. */
+static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
+                                                  bool barrier, dq_token *tok)
+{
+    uint64_t s = dq_state_make(gen, barrier, DQ_PENDING);
+    /* relaxed: the node was never published, so no payload passes
+       through this CAS; it only decides between us and a guessed token's
+       claim (acq_rel there), which already read what it reports */
+    if (!atomic_compare_exchange_strong_explicit(
+            &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
+            memory_order_relaxed, memory_order_relaxed)) {
+        if (tok != NULL)
+            *tok = dq_node_token(n, gen);
+        return 0;
+    }
+    dq_pool_unget(n);
+    return -ESHUTDOWN;
+}
+
+/* Where this thread's last push on a queue had to retry its CAS, the top
+   it then installed: the expected value of its next push CAS there.  With
+   producers contending the guess is usually wrong, and then the failing
+   CAS has fetched the line for ownership along with the current top, so
+   the retry usually wins at once; loading top first would fetch the line
+   shared and then again for ownership, two transfers per push (queue_bench,
+   2-producer inserts).  An uncontended push loads top as usual and stores
+   nothing here.  Only a guess: the CAS validates it, and a push is immune
+   to ABA. */
+static _Thread_local struct {
+    const dq_queue *q; /* NULL: no contention seen on the last push */
+    uintptr_t       top;
+} contended_push;
+
+/* A push succeeded: hand out the token and wake a sleeping consumer.
+   Returns the post's result (0). */
+static inline __attribute__((always_inline)) int
+post_pushed(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+            uint64_t gen, dq_token *tok)
+{
+    if (tok != NULL)
+        *tok = dq_node_token(n, gen);
+    /* seq_cst: with the push CAS before it this is one half of a Dekker
+       pair; the consumer stores its sleep word and then re-reads the top
+       (both seq_cst), so either it sees our node or we see it asleep. */
+    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+    if (__builtin_expect(dq_sleep_word_asleep(s), 0))
+        return wake_for_post(q, s, due, m != NULL && (m->flags & DQ_ASYNC));
+    return 0;
+}
+
+/* The push CAS failed (another producer pushed first, or a spurious
+   failure): retry with the top it returned, then remember the top we
+   installed for this thread's next push here (contended_push).  Out of
+   line, as post_refused. */
+static __attribute__((noinline)) int
+post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+                    bool barrier, uint64_t gen, uintptr_t top, dq_token *tok)
+{
+    for (;;) {
+        if (__builtin_expect(top & DQ_TOP_QUIT, 0))
+            return post_refused(n, gen, barrier, tok);
+        /* relaxed: published by the push CAS (release) below */
+        atomic_store_explicit(&n->next, dq_top_node(top), memory_order_relaxed);
+        /* seq_cst, relaxed on failure: as in post_node_with */
+        if (atomic_compare_exchange_weak_explicit(&q->top, &top, (uintptr_t)n,
+                                                  memory_order_seq_cst,
+                                                  memory_order_relaxed))
+            break;
+    }
+    contended_push.q = q;
+    contended_push.top = (uintptr_t)n;
+    return post_pushed(n, q, m, due, gen, tok);
+}
+
+/* Every post, once it has node n.  Inlined into its callers; every rare
+   path leaves by a tail call, so the common case is straight-line code
+   around the one CAS with no value kept across a call, and it stores
+   nothing but the node's line 0, the cache head, the contention note and
+   the top.  On x86 the locked CAS lets no later
+   instruction overlap it, so a post costs the CAS plus its instruction
+   count: every instruction on this path counts (bench/push_decomp). */
+static inline __attribute__((always_inline)) int
+post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
+               bool barrier, dq_token *tok)
+{
+    /* The node is ours until the push: plain writes, published by the
+       push CAS (release). */
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state,
+                                                     memory_order_relaxed));
+    dq_node_set_msg(n, m);
+    n->due = due;
+    /* relaxed: read only by dq_cancel after it has matched the generation
+       with an acquire load of state, which this store precedes.  Stored
+       only when it changes, so the common post writes no line but line
+       0; an unchanged owner is the value any canceller of this
+       generation must see anyway (it was stored before the release that
+       handed the node to the looper, and so to the pool and to us). */
+    if (atomic_load_explicit(&n->owner, memory_order_relaxed) != q)
+        atomic_store_explicit(&n->owner, q, memory_order_relaxed);
+    /* release: a canceller that acquires PENDING (via a token) sees the
+       payload; the looper and walkers see it through the push below */
+    atomic_store_explicit(&n->state, dq_state_make(gen, barrier, DQ_PENDING),
+                          memory_order_release);
+
+    uintptr_t top = contended_push.q == q
+                        ? contended_push.top
+                        : atomic_load_explicit(&q->top, memory_order_relaxed);
+    if (__builtin_expect(top & DQ_TOP_QUIT, 0))
+        return post_refused(n, gen, barrier, tok);
+    /* top is a node pointer now (no tag bit): no mask.  relaxed: published
+       by the push CAS (release) below */
+    atomic_store_explicit(&n->next, (dq_node *)top, memory_order_relaxed);
+    /* seq_cst (a release RMW at least): publishes the node to the
+       looper's and walkers' acquire loads of top, and orders the push
+       before our read of the sleep word (Dekker, post_pushed).  Failure:
+       relaxed, the retry only needs the fresh top. */
+    if (__builtin_expect(!atomic_compare_exchange_weak_explicit(
+                             &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
+                             memory_order_relaxed), 0))
+        return post_push_contended(n, q, m, due, barrier, gen, top, tok);
+    contended_push.q = NULL; /* one store: cheaper here than a test */
+    return post_pushed(n, q, m, due, gen, tok);
+}
+
+/* The pool cache ran dry: refill it, then post (a tail call from post_node). */
+static __attribute__((noinline)) int
+post_node_refill(dq_queue *q, const dq_msg *m, int64_t due, bool barrier,
+                 dq_token *tok)
+{
+    dq_node *n = dq_pool_get_slow();
+    if (n == NULL)
+        return -ENOMEM;
+    return post_node_with(n, q, m, due, barrier, tok);
+}
+
+static inline __attribute__((always_inline)) int
+post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
+{
+    if (__builtin_expect(dq_pool_cache_empty(), 0))
+        return post_node_refill(q, m, due, barrier, tok);
+    return post_node_with(dq_pool_take_cached(), q, m, due, barrier, tok);
+}
+
+/* Tracing on: the post's event, then the post (trace.h). */
+static __attribute__((noinline)) int
+post_traced(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
+            dq_token *tok)
+{
+    dq_trace_post(q, barrier ? 0 : m->what, when, barrier);
+    int err = post_node(q, m, due, barrier, tok);
+    if (err)
+        dq_trace_post_refused(q, err);
+    return err;
+}
+
+int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)
+{
+    if (q == NULL || dq_msg_check(m) != 0 || when < 0)
+        return -EINVAL;
+    int64_t due = when == 0 ? DQ_KEY_FRONT : when;
+    if (dq_trace_on())
+        return post_traced(q, m, when, due, false, tok);
+    return post_node(q, m, due, false, tok);
+}
+
+int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok)
+{
+    return dq_post_at(q, m, dq_now(), tok);
+}
+
+int dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok)
+{
+    return dq_post_at(q, m, dq_when_after(dq_now(), delay), tok);
+}
+
+int dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok)
+{
+    return dq_post_at(q, m, 0, tok);
+}
+
+int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
+{
+    if (q == NULL)
+        return -EINVAL;
+    int64_t now = dq_now();
+    if (dq_trace_on())
+        return post_traced(q, NULL, now, now, true, tok);
+    return post_node(q, NULL, now, true, tok);
+}

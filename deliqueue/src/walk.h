@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Walking the stack: what a walk from any thread (dq_remove, dq_has,
+ * dq_pending, dq_is_idle, the quit_safely trim; any_claim.c) and the
+ * consumer's own walk of its heaps (looper_walk.c) share.  Nodes met
+ * through the stack are type-stable (pool.h), so these reads are safe
+ * inside a grace period (walk_begin) or on the consumer's thread.
+ */
+#ifndef DELIQUEUE_SRC_WALK_H
+#define DELIQUEUE_SRC_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue.h"
+
+static inline dq_node *dq_walk_first(dq_queue *q)
+{
+    /* acquire: pairs with the push CAS, so the node's payload is visible */
+    return dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
+}
+
+static inline dq_node *dq_walk_next(dq_node *n)
+{
+    /* acquire: the link was written by a producer before its push or by
+       the looper (release) when it unlinked the node in between */
+    return atomic_load_explicit(&n->next, memory_order_acquire);
+}
+
+static inline bool dq_pending_message(dq_node *n, uint64_t *state)
+{
+    /* acquire: a node met through the stack is already published; this
+       orders the payload reads after the life check */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
+    *state = s;
+    return dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s);
+}
+
+/* What a matching walk does with each pending message it meets. */
+typedef struct dq_match_walk {
+    dq_queue       *q;
+    const dq_match *match;
+    bool            remove;      /* else stop at the first match (dq_has) */
+    size_t          found;
+    dq_node        *first, *last; /* claimed, chained through aux_next */
+} dq_match_walk;
+
+/* A pending message that matches: what every node of the walk is asked
+   (inline: it runs once per pending message). */
+static inline bool dq_match_walk_hit(const dq_match *match, dq_node *n, uint64_t *s)
+{
+    return dq_pending_message(n, s) && dq_node_matches(match, n);
+}
+
+/* A pending message that matched: claim it (dq_remove) or end the walk
+   (dq_has).  Returns whether the walk is over.  Any thread. */
+bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s);
+
+/* The consumer's walk, on its own thread between looper steps
+   (looper_walk.c): the unswept posts and the heaps' members. */
+void dq_looper_match_walk(dq_match_walk *w, dq_core *core);
+
+#endif /* DELIQUEUE_SRC_WALK_H */

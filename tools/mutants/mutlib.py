@@ -1,0 +1,216 @@
+"""Locating and applying mutants, and running the gates on a mutated copy.
+
+A mutant is a list of (path, start, end, replacement) changes to the
+pristine sources of a workspace, plus its site (file:line and the original
+token) and its mutation (a name that stays the same when the code moves:
+a rule's name, or the function, the token and its rewrite).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections import namedtuple
+
+# Where rules search and the generator scans: the library and its arch layer.
+SEARCH_ROOTS = ("deliqueue", "arch")
+SOURCE_SUFFIXES = (".c", ".h")
+
+Change = namedtuple("Change", "path start end text")
+Mutant = namedtuple("Mutant", "mutation site what changes")
+
+
+class RuleError(Exception):
+    """A rule's snippet matched nothing, or more than once."""
+
+
+def source_files(root):
+    """Every C source and header under the search roots, sorted."""
+    out = []
+    for top in SEARCH_ROOTS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("bazel-", ".")))
+            for f in sorted(filenames):
+                if f.endswith(SOURCE_SUFFIXES):
+                    out.append(os.path.relpath(os.path.join(dirpath, f), root))
+    return sorted(out)
+
+
+def read(root, path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def snippet_regex(snippet):
+    """The snippet with every run of whitespace matching any run of it
+    (and the edges free to sit anywhere)."""
+    parts = snippet.split()
+    if not parts:
+        raise RuleError("empty snippet")
+    return re.compile(r"\s+".join(re.escape(p) for p in parts))
+
+
+def locate(root, snippet, files=None, texts=None):
+    """(path, start, end) of the snippet's one match; RuleError otherwise."""
+    rx = snippet_regex(snippet)
+    hits = []
+    for path in files if files is not None else source_files(root):
+        text = texts[path] if texts is not None else read(root, path)
+        for m in rx.finditer(text):
+            hits.append((path, m.start(), m.end(), text))
+    first = snippet.strip().splitlines()[0]
+    if not hits:
+        raise RuleError("snippet matches nothing under %s: %r"
+                        % ("/, ".join(SEARCH_ROOTS) + "/", first))
+    if len(hits) > 1:
+        where = ", ".join("%s:%d" % (p, t.count("\n", 0, s) + 1) for p, s, _, t in hits)
+        raise RuleError("snippet matches %d times (%s): %r" % (len(hits), where, first))
+    return hits[0][:3]
+
+
+def line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
+def rule_mutant(root, rule, files=None, texts=None):
+    """The Mutant for a named rule, located in the tree at root."""
+    changes, site = [], None
+    for e in rule.edits:
+        try:
+            path, start, end = locate(root, e.find, files, texts)
+        except RuleError as err:
+            raise RuleError("rule %s: %s" % (rule.name, err)) from None
+        changes.append(Change(path, start, end, e.replace))
+        if site is None:
+            text = texts[path] if texts is not None else read(root, path)
+            at = text.find(e.token, start, end)
+            site = "%s:%d %s" % (path, line_of(text, at if at >= 0 else start), e.token)
+    return Mutant("rule " + rule.name, site, rule.what, changes)
+
+
+def apply_changes(root, changes):
+    """Writes the mutated files; returns {path: pristine text} to restore."""
+    by_path = {}
+    for c in changes:
+        by_path.setdefault(c.path, []).append(c)
+    saved = {}
+    for path, cs in by_path.items():
+        text = read(root, path)
+        saved[path] = text
+        cs.sort(key=lambda c: c.start)
+        for a, b in zip(cs, cs[1:]):
+            if a.end > b.start:
+                raise RuleError("overlapping edits in %s" % path)
+        for c in reversed(cs):
+            text = text[:c.start] + c.text + text[c.end:]
+        write(root, path, text)
+    return saved
+
+
+def write(root, path, text):
+    full = os.path.join(root, path)
+    tmp = full + ".mutants-tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, full)
+
+
+def restore(root, saved):
+    for path, text in saved.items():
+        write(root, path, text)
+
+
+# ---- the workspace: one persistent copy of the tree, one output base ------
+
+def tracked_files(repo, tree):
+    if tree == "head":
+        out = subprocess.check_output(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD"],
+                                      cwd=repo)
+    else:
+        out = subprocess.check_output(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo)
+    return [p.decode() for p in out.split(b"\0") if p]
+
+
+def sync_workspace(repo, ws, tree):
+    """Makes ws a copy of the repository's working tree (or HEAD), writing
+    only files whose content differs, so that Bazel's action cache in the
+    workspace's output base keeps every unchanged action."""
+    os.makedirs(ws, exist_ok=True)
+    files = tracked_files(repo, tree)
+    want = set(files)
+    for path in files:
+        if tree == "head":
+            data = subprocess.check_output(["git", "show", "HEAD:" + path], cwd=repo)
+        else:
+            src = os.path.join(repo, path)
+            if os.path.islink(src) or not os.path.isfile(src):
+                continue  # deleted in the working tree, or a submodule
+            with open(src, "rb") as f:
+                data = f.read()
+        dst = os.path.join(ws, path)
+        try:
+            with open(dst, "rb") as f:
+                if f.read() == data:
+                    continue
+        except OSError:
+            pass
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "wb") as f:
+            f.write(data)
+        if os.access(os.path.join(repo, path), os.X_OK):
+            os.chmod(dst, 0o755)
+    for dirpath, dirnames, filenames in os.walk(ws):
+        rel = os.path.relpath(dirpath, ws)
+        dirnames[:] = [d for d in dirnames
+                       if not (rel == "." and (d.startswith("bazel-") or d == ".sysroot"))]
+        for f in filenames:
+            p = os.path.normpath(os.path.join(rel, f))
+            if p not in want:
+                os.remove(os.path.join(ws, p))
+    # git-ignored but needed by the arm64 configs' bazelrc
+    link = os.path.join(ws, ".sysroot")
+    if os.path.exists(os.path.join(repo, ".sysroot")) and not os.path.lexists(link):
+        os.symlink(os.path.realpath(os.path.join(repo, ".sysroot")), link)
+
+
+# ---- gates ----------------------------------------------------------------
+
+Gate = namedtuple("Gate", "name bound args")
+
+GateResult = namedtuple("GateResult", "outcome seconds detail")  # pass|killed|timeout|build-error
+
+FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD)", re.M)
+
+
+def run_gate(ws, output_base, gate, log, resources):
+    """Runs one gate in ws; Bazel cancels cleanly on SIGINT at the bound."""
+    cmd = ["bazel", "--output_base=" + output_base, "test"] + resources + [
+        "--keep_going", "--nocache_test_results", "--test_output=errors",
+        # a mutant's objects are of no use to anyone else's build
+        "--noremote_upload_local_results",
+    ] + gate.args
+    start = time.monotonic()
+    with open(log, "w") as out:
+        out.write("$ " + " ".join(cmd) + "\n")
+        out.flush()
+        rc = subprocess.call(["timeout", "-s", "INT", "--kill-after=60", str(gate.bound)] + cmd,
+                             cwd=ws, stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - start
+    with open(log, errors="replace") as f:
+        text = f.read()
+    fails = ["%s %s" % m for m in FAIL_LINE.findall(text)]
+    detail = ",".join(fails[:4])
+    if rc == 0:
+        outcome = "pass"
+    elif rc in (124, 137) or (rc == 8 and seconds >= gate.bound - 1):
+        outcome = "timeout"
+    elif rc == 3 or (fails and not all(f.endswith("FAILED TO BUILD") for f in fails)):
+        outcome = "killed"
+    else:
+        outcome = "build-error"
+        errs = re.findall(r"^(?:ERROR: .*|.*error: .*)$", text, re.M)
+        detail = (errs[0] if errs else "bazel exit %d" % rc)[:200]
+    return GateResult(outcome, seconds, detail)
