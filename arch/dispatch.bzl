@@ -90,7 +90,14 @@ def dq_dispatchable_library(
                    "$(location %s.syms) " +
                    "$$(for f in $(locations :%s); do case $$f in " +
                    "*.a) echo $$f;; esac; done)") % (
-                variant, CROSS, CROSS, CROSS, copy, copy, copy),
+                variant,
+                CROSS,
+                CROSS,
+                CROSS,
+                copy,
+                copy,
+                copy,
+            ),
             tools = ["//arch:dispatch/rename_variant.sh"],
             testonly = testonly,
             tags = ["manual"],

@@ -16,7 +16,9 @@
 #      host path reaches a test action.
 #   3. binfmt_misc: arm64 ELF files run through qemu-aarch64, so Criterion
 #      can re-execute its own test binary.
-#   4. vm.mmap_rnd_bits <= 28, which clang-14's TSan runtime needs.
+#   4. buildifier (the pinned BUILDIFIER_VERSION, from npm) in
+#      .sysroot/buildifier, for tools/format.
+#   5. vm.mmap_rnd_bits <= 28, which clang-14's TSan runtime needs.
 #
 # Usage: tools/bootstrap.sh [--quiet]
 set -euo pipefail
@@ -50,8 +52,13 @@ HOST_PACKAGES=(
   valgrind gnuplot-nox openssh-server chromium python3
   file dpkg-dev spin trace-cmd
   bazel-skylib bazel-platforms bazel-rules-java
-  pkg-config clang-format-14 npm
+  pkg-config clang-format-14
+  libuv1-dev libglib2.0-dev
 )
+
+# buildifier for tools/format (the lint gate), from npm: the version is
+# pinned because another one formats differently.
+BUILDIFIER_VERSION=8.2.1
 
 # Roots of the arm64 sysroot; their Depends are followed recursively.
 ARM64_ROOTS=(libc6 libgcc-s1 libcriterion-dev libck-dev liburcu-dev)
@@ -85,6 +92,9 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 else
   NEED_ARM64_LISTS=0
 fi
+# npm: Debian's package, unless a node.js install already brings its own
+# (the Debian package conflicts with those).
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   apt_update_once
   say "installing: ${missing[*]}"
@@ -178,7 +188,23 @@ if ! grep -qx enabled $BINFMT/status; then
   as_root sh -c "echo 1 > $BINFMT/status"
 fi
 
-# ---- 4. ASLR entropy that TSan (clang 14) supports --------------------------
+# ---- 4. buildifier (npm @bazel/buildifier, into .sysroot/buildifier) -------
+bf_dir="$ROOT/.sysroot/buildifier"
+bf="$bf_dir/node_modules/.bin/buildifier"
+if [[ -x $bf ]] && "$bf" --version 2>/dev/null | grep -q "version: $BUILDIFIER_VERSION\b"; then
+  :
+else
+  say "installing buildifier $BUILDIFIER_VERSION (npm @bazel/buildifier)"
+  rm -rf "$bf_dir.tmp"
+  mkdir -p "$bf_dir.tmp"
+  # --ignore-scripts: the package ships its binaries; nothing needs to run.
+  npm install --prefix "$bf_dir.tmp" --no-audit --no-fund --ignore-scripts --silent \
+    "@bazel/buildifier@$BUILDIFIER_VERSION" >&2 || die "npm install of @bazel/buildifier failed"
+  rm -rf "$bf_dir"
+  mv "$bf_dir.tmp" "$bf_dir"
+fi
+
+# ---- 5. ASLR entropy that TSan (clang 14) supports --------------------------
 bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
 if ((bits > 28)); then
   say "vm.mmap_rnd_bits $bits -> 28 (TSan)"

@@ -6,8 +6,10 @@ declaration.
 """
 
 PUBLIC_SYMBOLS = [
+    "dq_add_fd_listener",
     "dq_add_idle_handler",
     "dq_atomics",
+    "dq_backend_fd",
     "dq_cancel",
     "dq_create",
     "dq_has",
@@ -27,6 +29,7 @@ PUBLIC_SYMBOLS = [
     "dq_quit_safely",
     "dq_ref",
     "dq_remove",
+    "dq_remove_fd_listener",
     "dq_remove_idle_handler",
     "dq_remove_sync_barrier",
     "dq_set_name",

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- the live cores ------------------------------------------------------ */
@@ -79,6 +80,8 @@ dq_queue *dq_create(const dq_options *opts)
     }
     atomic_init(&q->top, 0);
     atomic_init(&q->sleep, DQ_AWAKE);
+    atomic_init(&q->fd_state, NULL);
+    atomic_init(&q->fd_changed, 0);
     atomic_init(&q->users, 0);
     atomic_init(&q->refs, 1);
     atomic_init(&q->quit_mode, DQ_RUNNING);
@@ -133,6 +136,7 @@ void dq_unref(dq_queue *q)
        consumer already tore the core down */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
+    dq_fd_free(q);
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
     free(q->idle);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- posting ------------------------------------------------------------ */
@@ -22,8 +23,11 @@ static void wake_sleeper(dq_queue *q, int64_t seen)
 {
     if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
                                                 memory_order_seq_cst,
-                                                memory_order_relaxed))
-        dq_event_signal(&q->wake);
+                                                memory_order_relaxed)) {
+        /* a consumer watching fds may sleep in epoll */
+        if (!dq_fd_signal(q))
+            dq_event_signal(&q->wake);
+    }
 }
 
 void dq_wake_consumer(dq_queue *q)

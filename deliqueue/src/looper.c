@@ -26,6 +26,7 @@
 #include "msg.h"
 #include <deliqueue_arch/cpu.h>
 
+#include "fd.h"
 #include "queue.h"
 
 /* ---- consumer identity ------------------------------------------------- */
@@ -51,7 +52,7 @@ bool dq_looper_is_self(dq_queue *q)
     return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
 }
 
-static int looper_claim(dq_queue *q)
+int dq_looper_claim(dq_queue *q)
 {
     uint64_t me = looper_thread_id();
     /* relaxed: the id is only compared; the consumer's state is handed on
@@ -466,6 +467,7 @@ void dq_looper_teardown(dq_queue *q)
     }
     dq_pool_batch_flush(batch);
     dq_core_unregister(core);
+    dq_fd_drop_all(q); /* listeners go without a call, as Android's do */
     /* relaxed: no producer can push (the tag stays set) and no walker is
        inside; an empty tagged stack for whoever still holds a reference */
     atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
@@ -499,37 +501,46 @@ static bool looper_run_idle(dq_queue *q)
 /* ---- sleeping ----------------------------------------------------------- */
 
 /* Whether there is anything for the looper to look at: a push above the
-   boundary, the quit tag, or a removal.  Acquire: what we then read of a
-   new node or removal is its pusher's (the collect re-reads them anyway). */
+   boundary, the quit tag, a removal, or a change of fd listeners.
+   Acquire: what we then read of a new node or removal is its pusher's
+   (the collect re-reads them anyway). */
 static inline bool looper_has_news(dq_queue *q, dq_core *core, memory_order mo)
 {
     uintptr_t top = atomic_load_explicit(&q->top, mo);
     return dq_top_node(top) != core->boundary || (top & DQ_TOP_QUIT) ||
-           atomic_load_explicit(&core->removals, mo) != NULL;
+           atomic_load_explicit(&core->removals, mo) != NULL ||
+           atomic_load_explicit(&q->fd_changed, mo) != 0;
 }
 
-static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held,
-                         int64_t held_due)
+/* Sleep until deadline or news.  With park (dq_try_next under a host
+   loop, dq_backend_fd) publish the sleep word and return false without
+   waiting: the word stays published while the host loop waits on the
+   backend fd, so posts and quits wake it as they would wake us.  True:
+   awake again. */
+static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held,
+                         int64_t held_due, bool park)
 {
     /* Poll a little before parking: a post that lands within the spin
        costs neither its producer the wake syscall nor the message the
        wake-up latency.  Bounded in time (pause latency differs tenfold
        between CPUs), so an idle transition burns at most idle_spin_ns of
        CPU (dq_options) and then sleeps. */
-    int64_t spin_ns = q->opts.idle_spin_ns;
+    int64_t spin_ns = park ? 0 : q->opts.idle_spin_ns;
     int64_t spin_end = spin_ns > 0 ? dq_clock_real() + spin_ns : 0;
     if (spin_end > deadline && !dq_clock_is_manual())
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
         /* acquire: see looper_has_news */
         if (looper_has_news(q, core, memory_order_acquire))
-            return;
+            return true;
         dq_arch_cpu_relax();
         if (i % 16 == 0 && dq_clock_real() >= spin_end)
             break;
     }
     uint32_t seen = dq_event_read(&q->wake);
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
+    bool in_epoll = park || dq_looper_fd_waits(q);
+    dq_looper_fd_mark_sleep(q, in_epoll); /* which wait wakers must signal */
     assert(dq_sleep_word_asleep(word)); /* deadline > now >= 0 */
     /* relaxed: published by the seq_cst (release) store of the word below;
        a producer reads it only after an acquire load that returned a word
@@ -541,16 +552,26 @@ static void looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
        removal (tag or removal push, then read sleep) */
     atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
     if (!looper_has_news(q, core, memory_order_seq_cst)) {
+        if (park) {
+            dq_looper_fd_park(q, deadline);
+            return false;
+        }
         bool traced = dq_trace_on();
         if (traced)
             dq_trace_sleep_begin(q, deadline);
-        dq_event_wait(&q->wake, seen, deadline);
+        /* with fds watched, epoll over them and the eventfd that a wake
+           writes instead of the futex (dq_fd_signal) */
+        if (in_epoll)
+            dq_looper_fd_wait(q, deadline);
+        else
+            dq_event_wait(&q->wake, seen, deadline);
         if (traced)
             dq_trace_end();
     }
     /* relaxed: a producer that still reads the old word only wakes us
        needlessly; we re-check everything before the next sleep */
     atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
+    return true;
 }
 
 /* The quit tag is set but no mode is published yet: a quit_safely reads
@@ -570,6 +591,7 @@ static int looper_await_quit_mode(dq_queue *q)
            dq_quit_safely's seq_cst mode CAS followed by its seq_cst load of the
            sleep word (dq_wake_consumer), so either it sees us asleep and
            wakes us, or we see the mode */
+        dq_looper_fd_mark_sleep(q, false); /* a futex wait, even under a host loop */
         atomic_store_explicit(&q->sleep, INT64_MAX & ~DQ_HELD, memory_order_seq_cst);
         if (atomic_load_explicit(&q->quit_mode, memory_order_seq_cst) == DQ_RUNNING)
             dq_event_wait(&q->wake, seen, INT64_MAX);
@@ -597,14 +619,14 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
 {
     if (q == NULL || out == NULL)
         return -EINVAL;
-    int err = looper_claim(q);
+    int err = dq_looper_claim(q);
     if (err)
         return err;
     /* acquire: pairs with the teardown's release store of NULL */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
-    bool idle_ran = false;
+    bool idle_ran = false, fd_polled = false;
     for (;;) {
         /* Learn about a quit BEFORE collecting: once the tag is set no push
            can succeed, so the collect below then sweeps every accepted
@@ -631,9 +653,14 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             dq_looper_teardown(q);
             return -ESHUTDOWN;
         }
-        int64_t deadline, held_due = 0;
+        int64_t deadline = INT64_MAX, held_due = 0;
         bool held;
         dq_node *n = looper_pick(core, now, &deadline, &held, &held_due);
+        /* fd listeners first when fairness says so (looper_fd.c); they
+           may post or remove, so the step starts again after them */
+        if (dq_looper_fd_on(q) &&
+            dq_looper_fd_step(q, now, n != NULL, n != NULL ? n->due : 0) > 0)
+            continue;
         if (n != NULL) {
             bool taken = looper_take(q, core, n, out);
             if (dq_trace_on())
@@ -655,11 +682,25 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
             if (looper_run_idle(q))
                 continue; /* a handler may have posted */
         }
-        if (until == NO_WAIT)
+        if (until == NO_WAIT) {
+            /* poll the fds once per call; under a host loop, publish the
+               sleep word for its wait on the backend fd */
+            if (dq_looper_fd_on(q)) {
+                if (!fd_polled) {
+                    fd_polled = true;
+                    if (dq_looper_fd_poll(q) > 0)
+                        continue;
+                }
+                if (dq_looper_fd_backend(q) &&
+                    looper_sleep(q, core, deadline, held, held_due, true))
+                    continue;
+            }
             return -EAGAIN;
+        }
         if (now >= until)
             return -ETIMEDOUT;
-        looper_sleep(q, core, deadline < until ? deadline : until, held, held_due);
+        (void)looper_sleep(q, core, deadline < until ? deadline : until, held,
+                           held_due, false);
     }
 }
 

@@ -103,6 +103,12 @@ struct dq_queue {
        only by a sync post that finds the consumer asleep and held */
     _Atomic int64_t held_due;
     dq_event wake;
+    /* fd listeners (fd.h): NULL until the first dq_add_fd_listener or
+       dq_backend_fd; set once, freed by the last dq_unref.  fd_changed:
+       set by every listener add or remove, cleared by the consumer.  Both
+       read by the consumer every step, so on this line, which it owns. */
+    _Atomic(struct dq_fd_state *) fd_state;
+    _Atomic uint32_t fd_changed;
 
     alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
     _Atomic uint64_t refs;
@@ -150,6 +156,9 @@ void dq_core_unregister(dq_core *core);
    boundary are its own to read between looper steps, and nothing it can
    reach is retired while it reads. */
 bool dq_looper_is_self(dq_queue *q);
+/* Make the calling thread q's consumer if it has none: 0, or -EPERM if
+   another thread is. */
+int  dq_looper_claim(dq_queue *q);
 /* Tear down the core: only with the queue quitting and no other thread
    able to consume (the consumer, or the last reference). */
 void dq_looper_teardown(dq_queue *q);

@@ -16,8 +16,10 @@ for `max_total_time` seconds, starting from a writable copy of `corpus`,
 each input limited to `timeout_per_input` seconds; crash, leak, timeout and
 OOM reproducers go to $TEST_UNDECLARED_OUTPUTS_DIR (bazel-testlogs/<pkg>/
 <name>/test.outputs/outputs.zip). Any finding fails the test.
-`--test_env=DQ_FUZZ_MAX_TOTAL_TIME=N` caps the time of every fuzz test (the
-farm uses it to stay bounded).
+`--test_env=DQ_FUZZ_MAX_TOTAL_TIME=N` sets the time of every fuzz test to
+N seconds, longer or shorter (`tools/farm --fuzz-time N`; a longer time
+needs a longer --test_timeout, which the farm sets); an expect_crash
+canary keeps at least its own max_total_time.
 
 Under every other config (host, tsan, asan, arm64-*) the same source is
 linked with //tools/build_defs:fuzz_replay_main.c, which runs each corpus

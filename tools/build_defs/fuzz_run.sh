@@ -3,9 +3,11 @@
 #
 # usage: fuzz_run.sh fuzz|replay BINARY MAX_TOTAL_TIME TIMEOUT EXPECT_CRASH [CORPUS_FILE...]
 #   fuzz:   BINARY is a libFuzzer fuzzer; fuzz a writable copy of the corpus
-#           for MAX_TOTAL_TIME seconds (capped by $DQ_FUZZ_MAX_TOTAL_TIME),
-#           reproducers into $TEST_UNDECLARED_OUTPUTS_DIR. Fails on any
-#           finding, or, with EXPECT_CRASH=1 (canaries), on finding nothing.
+#           for MAX_TOTAL_TIME seconds, or $DQ_FUZZ_MAX_TOTAL_TIME seconds when that
+#           is set (a canary, EXPECT_CRASH=1, keeps at least its own time:
+#           less may not find its planted bug), reproducers into
+#           $TEST_UNDECLARED_OUTPUTS_DIR. Fails on any finding, or, with
+#           EXPECT_CRASH=1, on finding nothing.
 #   replay: BINARY is linked with fuzz_replay_main.c; run every corpus file once.
 set -u
 mode=$1 bin=$2 max_total_time=$3 timeout=$4 expect_crash=$5
@@ -15,8 +17,14 @@ if [[ $mode == replay ]]; then
   exec "$bin" "$@"
 fi
 
-if [[ -n "${DQ_FUZZ_MAX_TOTAL_TIME:-}" && "$DQ_FUZZ_MAX_TOTAL_TIME" -lt "$max_total_time" ]]; then
-  max_total_time=$DQ_FUZZ_MAX_TOTAL_TIME
+if [[ -n "${DQ_FUZZ_MAX_TOTAL_TIME:-}" ]]; then
+  if ! [[ $DQ_FUZZ_MAX_TOTAL_TIME =~ ^[0-9]+$ ]] || ((10#$DQ_FUZZ_MAX_TOTAL_TIME == 0)); then
+    echo "FAIL: DQ_FUZZ_MAX_TOTAL_TIME=$DQ_FUZZ_MAX_TOTAL_TIME is not a positive number of seconds"
+    exit 1
+  fi
+  if [[ $expect_crash != 1 ]] || ((10#$DQ_FUZZ_MAX_TOTAL_TIME > max_total_time)); then
+    max_total_time=$((10#$DQ_FUZZ_MAX_TOTAL_TIME))
+  fi
 fi
 work="${TEST_TMPDIR:-$(mktemp -d)}/corpus"
 out="${TEST_UNDECLARED_OUTPUTS_DIR:-${TEST_TMPDIR:-/tmp}}"

@@ -162,6 +162,35 @@ RULES = [
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     dq_wake_consumer(q);""", "raise_quit_mode(q, DQ_QUIT_SAFELY)"),
     ]),
+    Rule("FD_NO_REBUILD", "the epoll set is never rebuilt: a closed fd whose dup keeps its file open lingers in it", [
+        E("""{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };""",
+          """{
+    fs->rebuild_wanted = false;
+    return;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };""",
+          "epoll_create1"),
+    ]),
+    Rule("FD_NEVER_POLLED_BUSY", "a consumer with a message due never polls its fds: a ready fd waits behind later messages", [
+        E("""    if (due > fs->polled_at ||
+        (fs->delivered_since_poll > 0 && now - fs->polled_at >= DQ_FD_POLL_INTERVAL_NS))
+        return looper_fd_poll_at(q, fs, now);""",
+          """    if (false)
+        return looper_fd_poll_at(q, fs, now);""", "due > fs->polled_at"),
+    ]),
+    Rule("FD_ADD_NO_RECHECK", "the consumer does not re-read fd_changed after storing its sleep word: an add from another thread is lost", [
+        E("""atomic_load_explicit(&core->removals, mo) != NULL ||
+           atomic_load_explicit(&q->fd_changed, mo) != 0;""",
+          """atomic_load_explicit(&core->removals, mo) != NULL;""", "fd_changed"),
+    ]),
+    Rule("FD_WAKE_WRONG_WAIT", "a waker signals the futex while the consumer sleeps in epoll (or is parked under a host loop)", [
+        E("""if (fs == NULL || !atomic_load_explicit(&fs->epoll_sleep, memory_order_relaxed))
+        return false;""",
+          """if (fs != NULL)
+        return false;""", "epoll_sleep"),
+    ]),
     Rule("RETIRED_NEVER_RETURNED", "a retired node never goes back to the pool", [
         E("dq_pool_batch_add(&core->recycled, n);", "(void)n;",
           "dq_pool_batch_add"),

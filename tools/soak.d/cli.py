@@ -47,10 +47,11 @@ def parse_args(argv):
                    help="comma-separated target specs (default: %(default)s)")
     p.add_argument("--duration", type=float, default=20.0,
                    help="seconds per run (default: %(default)s)")
-    p.add_argument("--seeds", default="1",
-                   help="a count N (N random seeds) or a comma-separated list (default: 1)")
-    p.add_argument("--seed", type=int, action="append", default=[],
-                   help="one exact seed (repeatable; overrides --seeds)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="runs per target, each with its own random seed (default: 1)")
+    p.add_argument("--seed", action="append", default=[], metavar="N[,N...]",
+                   help="run with exactly this seed (repeatable, or a comma-separated "
+                        "list; instead of --runs)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="runs at once (default: nproc = %(default)s)")
     p.add_argument("--out", help="output directory (default: soak-results/<UTC time>)")
@@ -95,28 +96,29 @@ def parse_args(argv):
     p.add_argument("--rerender", metavar="OUT_DIR",
                    help="only rewrite the reports of a finished soak from its results.json")
     a = p.parse_args(argv)
-    if a.duration <= 0 or a.jobs <= 0:
-        p.error("--duration and --jobs must be positive")
+    if a.duration <= 0 or a.jobs <= 0 or a.runs <= 0:
+        p.error("--duration, --jobs and --runs must be positive")
     return a
 
 
-def parse_seeds(a):
+def seed_list(a):
+    """The seed of every run per target: --seed's values, or --runs random ones."""
     if a.seed:
-        return a.seed
-    text = a.seeds.strip()
-    if "," in text:
-        try:
-            return [int(s) for s in text.split(",") if s.strip()]
-        except ValueError:
-            raise UsageError("--seeds: not a list of integers: %r" % text)
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError("--seeds: a count or a comma-separated list, not %r" % text)
-    if n <= 0:
-        raise UsageError("--seeds: count must be positive")
+        out = []
+        for text in a.seed:
+            for word in text.split(","):
+                try:
+                    value = int(word)
+                except ValueError:
+                    raise UsageError("--seed: not an integer: %r" % word)
+                if value < 0:
+                    raise UsageError("--seed: must not be negative: %d" % value)
+                if value in out:
+                    raise UsageError("--seed: %d given twice" % value)
+                out.append(value)
+        return out
     rng = random.SystemRandom()
-    return [rng.randrange(1, 2 ** 31) for _ in range(n)]
+    return [rng.randrange(1, 2 ** 31) for _ in range(a.runs)]
 
 
 def stress_flags(a):
@@ -159,7 +161,7 @@ def elf_machine(path):
 class Options:
     """Settings the transports and runs read (one object, shared read-only)."""
 
-    def __init__(self, a, out_dir, seeds_given):
+    def __init__(self, a, out_dir):
         self.a = a
         self.qemu, self.sysroot, self.adb, self.adb_tmp = a.qemu, a.sysroot, a.adb, a.adb_tmp
         self.ssh_config, self.ssh_options = a.ssh_config, a.ssh_option
@@ -320,9 +322,11 @@ def main(argv=None):
         print("report: %s (%s)" % (os.path.join(a.rerender, "report.html"), verdict))
         return 0 if verdict == runner.PASS else 1
     try:
-        seeds = parse_seeds(a)
+        seed_values = seed_list(a)
         flags = stress_flags(a)
         tlist = targets_mod.parse_targets(a.targets)
+        # Before anything is built: a mistyped CPU model is a usage error.
+        cpus_checked = targets_mod.check_qemu_cpus(tlist, a.qemu)
         overrides = parse_pairs(a.binary, "--binary")
         remote_config = dict(targets_mod.DEFAULT_REMOTE_CONFIG)
         remote_config.update(parse_pairs(a.remote_config, "--remote-config"))
@@ -335,7 +339,7 @@ def main(argv=None):
             return 2
     out_dir = os.path.abspath(a.out or default_out())
     os.makedirs(out_dir, exist_ok=True)
-    opts = Options(a, out_dir, seeds)
+    opts = Options(a, out_dir)
     started = datetime.datetime.utcnow()
     t0 = time.time()
     grace = a.grace if a.grace is not None else 30 + 0.05 * a.duration
@@ -349,6 +353,12 @@ def main(argv=None):
         if rc != 0:
             log("tools/bootstrap.sh failed (exit %d); --no-bootstrap to skip it" % rc)
             return 3
+    if not cpus_checked:  # QEMU may be there now that the bootstrap ran
+        try:
+            targets_mod.check_qemu_cpus(tlist, a.qemu)
+        except targets_mod.TargetError as e:
+            print("tools/soak: %s" % e, file=sys.stderr)
+            return 2
     probe_errors = probe_all(tlist, opts, remote_config)
     for t, err in probe_errors.items():
         log("%s: %s" % (t.name, err))
@@ -380,7 +390,7 @@ def main(argv=None):
                 log("build of %s failed: %s" % (cfg, e))
 
     runs = []
-    for seed in seeds:
+    for seed in seed_values:
         for t in tlist:
             r = runner.Run(t, seed, a.duration, flags, limit, opts,
                            os.path.join(out_dir, "runs", "%s__seed%d" % (t.slug, seed)))
@@ -402,8 +412,8 @@ def main(argv=None):
         log("nothing to run")
         return 3
 
-    log("%d runs (%d targets x %d seeds), %gs each, limit %ds, --jobs %d" %
-        (len(runs), len(tlist), len(seeds), a.duration, limit, a.jobs))
+    log("%d runs (%d targets x %d seed values), %gs each, limit %ds, --jobs %d" %
+        (len(runs), len(tlist), len(seed_values), a.duration, limit, a.jobs))
     sched = runner.Scheduler(runs, a.jobs, stream=sys.stderr if not a.quiet else
                              open(os.devnull, "w"))
     try:
@@ -427,15 +437,15 @@ def main(argv=None):
     took = time.time() - t0
     meta = {"started": started.strftime("%Y-%m-%d %H:%M:%S UTC"),
             "took": "%dm%02ds" % (took // 60, took % 60), "duration": a.duration,
-            "jobs": a.jobs, "seeds": seeds, "stress_flags": flags, "out_dir": out_dir,
+            "jobs": a.jobs, "seed": seed_values, "stress_flags": flags, "out_dir": out_dir,
             "command": " ".join(shlex.quote(w) for w in ["tools/soak"] + argv),
             "limit_s": limit}
     records = [r.record() for r in runs]
     verdict, table = report.write_all(out_dir, records, meta)
     for row in table:
-        print("%-26s %-15s %2d runs %8.3f h %10s ops %4d violations  %s" %
-              (row["target"], row["config"], row["n"], row["hours"], runner.human(row["ops"]),
-               row["violations"], report.verdict_text(row)))
+        print("%-26s %-15s %2d runs %9s %10s ops %4d violations  %s" %
+              (row["target"], row["config"], row["n"], report.run_time_text(row["hours"]),
+               runner.human(row["ops"]), row["violations"], report.verdict_text(row)))
     if a.screenshot:
         if screenshot(os.path.join(out_dir, "report.html"), os.path.join(out_dir, "report.png")):
             print("screenshot: %s" % os.path.join(out_dir, "report.png"))

@@ -4,7 +4,7 @@
  * queue.  Scenarios that make it misbehave on purpose:
  *
  *   --scenario=fake-violation      report a violation half-way, exit 1
- *   --scenario=fake-violation-odd  the same, but only for odd seeds
+ *   --scenario=fake-violation-odd  the same, but only for an odd --seed
  *   --scenario=fake-crash          SIGSEGV half-way (no JSON)
  *   --scenario=fake-hang           ignore --duration, keep running
  *   --scenario=fake-nojson         exit 0 without the JSON summary
@@ -133,8 +133,10 @@ int main(int argc, char **argv)
                     violations, r);
         }
         if ((violate || crash) && el >= duration / 2) {
-            if (crash)
+            if (crash) {
+                fprintf(stderr, "fake_stress: crashing on purpose (seed %llu)\n", seed);
                 raise(SIGSEGV);
+            }
             violations = 1;
             fprintf(stderr, "VIOLATION: fake: message delivered twice (seed %llu)\n", seed);
             fprintf(stderr, "repro: %s\n", repro);

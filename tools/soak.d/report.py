@@ -12,6 +12,7 @@ import datetime
 import html
 import json
 import os
+import re
 
 import plots
 import runner
@@ -48,7 +49,7 @@ def rows(records):
         if want and row["atomics"] and set(row["atomics"]) != want:
             row["atomics_warning"] = "expected %s" % ", ".join(sorted(want))
         row["verdict"] = FAILED if row["failed"] else LOST if row["lost"] else PASS
-        row["seeds"] = [r["seed"] for r in rs]
+        row["seed"] = [r["seed"] for r in rs]
     return out
 
 
@@ -133,15 +134,32 @@ def run_pool(r):
     return progress_pool(r["run_dir"])
 
 
-def hours_text(h):
-    return "%.2f" % h if h >= 0.1 else "%.4f" % h
+def run_time_text(hours):
+    """Run time in the unit that reads best: 20 s, 12.5 min, 3.25 h."""
+    seconds = hours * 3600.0
+    if seconds < 120:
+        return "%.0f s" % seconds
+    if seconds < 7200:
+        return "%.1f min" % (seconds / 60.0)
+    return "%.2f h" % hours
+
+
+def seed_text(values):
+    return ", ".join(str(s) for s in values) or "-"
+
+
+def row_label(row):
+    """The target, and its config where that says more (not "host host")."""
+    if row["config"] == row["target"]:
+        return row["target"]
+    return "%s %s" % (row["target"], row["config"])
 
 
 def series(table, per_run=run_throughput):
     out = []
     for row in table:
         samples = [per_run(r) for r in row["runs"]]
-        out.append(("%s %s" % (row["target"], row["config"]), plots.mean_series(samples)))
+        out.append((row_label(row), plots.mean_series(samples)))
     return out
 
 
@@ -188,14 +206,16 @@ def markdown(table, records, meta):
          (meta["started"], meta["took"], len(records), meta["duration"], len(table),
           meta["jobs"]),
          "- stress flags: `%s`" % " ".join(meta["stress_flags"]),
+         "- random seed of each run: %s" % seed_text(meta.get("seed", [])),
          "- command: `%s`" % meta["command"], "",
-         "| target | config | atomics | runs | hours | operations | violations | "
+         "| target | config | atomics | runs | seed | run time | operations | violations | "
          "library memory | peak RSS | verdict |",
-         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+         "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row in table:
-        L.append("| %s | %s | %s | %d | %s | %s | %d | %s | %s | **%s** |" %
+        L.append("| %s | %s | %s | %d | %s | %s | %s | %d | %s | %s | **%s** |" %
                  (row["target"], row["config"], atomics_text(row), row["n"],
-                  hours_text(row["hours"]), human(row["ops"]), row["violations"],
+                  seed_text(row["seed"]), run_time_text(row["hours"]), human(row["ops"]),
+                  row["violations"],
                   mem(row["pool_reserved_kb"]), mem(row["peak_rss_kb"]), verdict_text(row)))
     L += ["", "Library memory: the pool's peak reserved bytes (dq_pool_stats). Peak "
           "RSS: the process's, which under QEMU is the emulator's.", "",
@@ -214,6 +234,10 @@ def markdown(table, records, meta):
               "- repro (direct): `%s`" % r["direct_repro"]]
         if r["binary_repro"]:
             L.append("- repro (as printed by the binary): `%s`" % r["binary_repro"])
+        # A fence the excerpt cannot close early: longer than any backtick run in it.
+        excerpt = tail(os.path.join(r["run_dir"], "stderr.log")).rstrip("\n")
+        fence = "`" * max(3, 1 + max((len(m) for m in re.findall("`+", excerpt)), default=0))
+        L += ["- last lines of stderr.log:", "", fence, excerpt, fence]
         L.append("")
     return "\n".join(L) + "\n"
 
@@ -253,21 +277,22 @@ def html_page(table, records, meta, svg, pool_svg):
          "<h1>deliqueue soak report <span class='banner %s'>%s</span></h1>" %
          (meta["verdict"], meta["verdict"]),
          "<p class='meta'>started %s, took %s &middot; %d runs of %gs on %d target/config "
-         "pairs &middot; --jobs %d &middot; seeds %s</p>" %
+         "pairs &middot; --jobs %d &middot; random seed of each run: %s</p>" %
          (e(meta["started"]), e(meta["took"]), len(records), meta["duration"], len(table),
-          meta["jobs"], e(", ".join(str(s) for s in meta["seeds"]))),
+          meta["jobs"], e(seed_text(meta.get("seed", [])))),
          "<p class='meta'>stress flags: <code>%s</code></p>" % e(" ".join(meta["stress_flags"])),
          "<p class='meta'>command: <code>%s</code></p>" % e(meta["command"]),
          "<table><tr><th>target</th><th>config</th><th>atomics</th><th>runs</th>"
-         "<th>hours</th><th>operations</th><th>violations</th>"
+         "<th>seed</th><th>run time</th><th>operations</th><th>violations</th>"
          "<th title='the pool&#39;s peak reserved bytes (dq_pool_stats)'>library memory</th>"
          "<th title='under QEMU, the emulator&#39;s'>peak RSS</th><th>verdict</th></tr>"]
     for row in table:
-        H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td>"
+        H.append("<tr><td>%s</td><td>%s</td><td>%s</td><td class='n'>%d</td><td>%s</td>"
                  "<td class='n'>%s</td><td class='n' title='%d'>%s</td><td class='n'>%d</td>"
                  "<td class='n'>%s</td><td class='n'>%s</td><td class='%s'>%s</td></tr>" %
                  (e(row["target"]), e(row["config"]), atomics_html(row),
-                  row["n"], hours_text(row["hours"]), row["ops"], human(row["ops"]), row["violations"],
+                  row["n"], e(seed_text(row["seed"])), run_time_text(row["hours"]), row["ops"],
+                  human(row["ops"]), row["violations"],
                   mem(row["pool_reserved_kb"]), mem(row["peak_rss_kb"]), row["verdict"],
                   e(verdict_text(row))))
     H.append("</table>")

@@ -13,6 +13,8 @@
 """
 
 import re
+import shutil
+import subprocess
 
 QEMU_CPUS = {
     "arm64-llsc": ["cortex-a53"],
@@ -103,6 +105,39 @@ def parse_one(word):
         serial, config = m.groups()
         return [Target("adb", "adb:%s" % (serial or "default"), config=config, host=serial)]
     raise TargetError("unknown target %r (host, qemu[:CONFIG[@CPU]], ssh:..., adb:...)" % word)
+
+
+def qemu_cpu_models(qemu):
+    """The CPU models `QEMU -cpu help` lists, or None when QEMU cannot be run."""
+    if not shutil.which(qemu):
+        return None
+    try:
+        p = subprocess.run([qemu, "-cpu", "help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    models = [l.split()[0] for l in p.stdout.decode(errors="replace").splitlines()[1:]
+              if l.startswith(" ") and l.split()]
+    return models or None
+
+
+def check_qemu_cpus(tlist, qemu):
+    """Raises TargetError for a QEMU target whose CPU model QEMU does not
+    know, so a typo is an error before anything is built, not a lost run.
+    True when checked, False when QEMU could not be asked (its probe then
+    reports why)."""
+    wanted = [t for t in tlist if t.kind == "qemu"]
+    if not wanted:
+        return True
+    models = qemu_cpu_models(qemu)
+    if models is None:
+        return False
+    bad = sorted({t.cpu for t in wanted if t.cpu not in models})
+    if bad:
+        raise TargetError("unknown QEMU CPU model%s %s (%s -cpu help lists: %s)" %
+                          ("s" if len(bad) > 1 else "", ", ".join(repr(c) for c in bad),
+                           qemu, ", ".join(models)))
+    return True
 
 
 def resolve_config(target, arch, remote_config):

@@ -10,6 +10,7 @@ Flags common to all toolchains live here; per-config flags (-march, the
 sanitizers) live in //:.bazelrc so one can read the whole matrix there.
 """
 
+load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 load(
     "@bazel_tools//tools/cpp:cc_toolchain_config_lib.bzl",
     "feature",
@@ -18,7 +19,6 @@ load(
     "tool_path",
     "with_feature_set",
 )
-load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 
 _C_COMPILE = [
     ACTION_NAMES.c_compile,

@@ -13,8 +13,10 @@
  *              dq_add_idle_handler, dq_remove_idle_handler,
  *              dq_is_idle, dq_pending, dq_now, dq_atomics,
  *              dq_pool_stats, dq_set_name, dq_trace_enable,
- *              dq_trace_enabled
- *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop     producers, removers, any;
+ *              dq_trace_enabled, dq_add_fd_listener,
+ *              dq_remove_fd_listener
+ *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop,    producers, removers, any;
+ *              dq_backend_fd
  *                                                               never a second consumer
  *
  * The first thread that calls a consumer function becomes the queue's only
@@ -183,6 +185,64 @@ int  dq_remove_sync_barrier(dq_queue *q, dq_token tok);
    -ESHUTDOWN (add on a quitting queue).  Thread: any. */
 int  dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
 int  dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
+
+/* File-descriptor events (Linux; elsewhere every call answers -ENOSYS).
+   The consumer waits on its watched fds and its messages at once and
+   runs a ready fd's listener on its own thread, inside dq_next,
+   dq_next_until, dq_try_next and dq_loop.  Fairness: an fd that is ready
+   when a message falls due is run before that message, and every message
+   due when the fds were last polled is delivered before they are polled
+   again, so neither a busy fd nor a stream of messages starves the other
+   (DESIGN.md, "File descriptors").  Listeners are level-triggered: one
+   that leaves data unread is called again.  A listener may add, replace
+   and remove listeners (its own included), post, and close its fd; it
+   must not call a consumer function.  Listeners still registered when the
+   queue is torn down (the end of a quit) are dropped without a call. */
+#define DQ_EVENT_INPUT  1u   /* readable (EPOLLIN) */
+#define DQ_EVENT_OUTPUT 2u   /* writable (EPOLLOUT) */
+#define DQ_EVENT_ERROR  4u   /* error or hang-up (EPOLLERR, EPOLLHUP); reported
+                                whether asked for or not */
+
+/* Runs on the consumer thread with the events that occurred; returns the
+   events to keep watching (0 unregisters this listener; bits other than
+   the DQ_EVENT_* ones are ignored).  A listener whose fd was closed or
+   replaced (dup2) inside the call and that returns nonzero is dropped:
+   the file it watched is gone. */
+typedef uint32_t (*dq_fd_listener)(int fd, uint32_t events, void *ctx);
+
+/* Watch fd on the consumer thread.  One listener per fd: adding for an fd
+   already watched replaces its events, listener and ctx (a poll already
+   taken for the old one is not delivered to the new one); events 0
+   removes it (0 whether or not it was watched).  Events DQ_EVENT_ERROR
+   alone watch for errors and hang-ups only.
+   Errors: -EINVAL (NULL q or fn, fd < 0, unknown bits), -EBADF (fd not
+   open), -EPERM (fd cannot be polled: a regular file or a directory),
+   -ESHUTDOWN (quitting), -ENOMEM, -EMFILE/-ENFILE (the queue's own fds:
+   an eventfd and an epoll set, made by the first add), -ENOSYS where the
+   platform has no support.
+   Thread: any; takes effect before the consumer next waits, and wakes it.
+   From another thread, a listener the consumer is already calling, or has
+   already taken from a poll, may still run once after this returns; from
+   the consumer's own thread (a listener or a message) the change is
+   immediate. */
+int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn, void *ctx);
+/* Stop watching fd: 0, or -ENOENT if it was not watched (nothing
+   changes); -EINVAL for NULL q or fd < 0; -ENOSYS as above.  Thread: any,
+   with the same "may still run once" as a replacement. */
+int dq_remove_fd_listener(dq_queue *q, int fd);
+
+/* For embedding in another loop: an fd owned by the queue (do not close
+   it; it stays open until the last dq_unref) that polls readable whenever
+   the consumer has work: a message due, a message posted that is due
+   earlier than the one the host loop was last told about, a watched fd
+   ready, a wake-up, a quit.  The host loop then calls dq_try_next until
+   it answers -EAGAIN (or -ESHUTDOWN: stop polling); that call also runs
+   ready fd listeners, and its -EAGAIN is what arms the fd for the next
+   due time.  The fd is readable when first returned.  Consumer thread
+   only (-EPERM otherwise); like dq_next, the first caller becomes the
+   consumer.  Returns the fd (the same one on every call), or -EINVAL,
+   -ESHUTDOWN (torn down), -ENOMEM, -EMFILE/-ENFILE, -ENOSYS. */
+int dq_backend_fd(dq_queue *q);
 
 /* Consumer side: one consumer thread per queue (-EPERM for another).
    dq_next blocks until a message is due and copies it to *out;
