@@ -33,31 +33,31 @@
 #include "bench/machine.h" /* bench_now, the contenders' clock */
 
 /* bench_contender.caps */
-#define BENCH_CONSUMES       1u  /* has a consumer side (try_next, next_until) */
-#define BENCH_REMOVE_ANY     2u  /* cancel/remove from any thread */
-#define BENCH_REMOVE_LOOPER  4u  /* cancel/remove only on the consumer thread */
+#define BENCH_CONSUMES      1u /* has a consumer side (try_next, next_until) */
+#define BENCH_REMOVE_ANY    2u /* cancel/remove from any thread */
+#define BENCH_REMOVE_LOOPER 4u /* cancel/remove only on the consumer thread */
 
 typedef struct bench_contender {
-    const char *name;     /* short id used in tables and JSON */
-    const char *design;   /* one line: what it is */
-    unsigned    caps;
+    const char *name;   /* short id used in tables and JSON */
+    const char *design; /* one line: what it is */
+    unsigned caps;
     /* owner: NULL on failure */
-    void  *(*create)(void);
+    void *(*create)(void);
     /* owner: drops (frees) everything pending */
-    void   (*destroy)(void *q);
+    void (*destroy)(void *q);
     /* producer, untimed: called once by each producer thread before a timed
        run of at most n posts (the floor preallocates its nodes here); may
        be NULL */
-    void   (*producer_prepare)(void *q, size_t n);
+    void (*producer_prepare)(void *q, size_t n);
     /* producer: 0 or negative errno; *tok may be NULL */
-    int    (*post_at)(void *q, const dq_msg *m, int64_t when, dq_token *tok);
+    int (*post_at)(void *q, const dq_msg *m, int64_t when, dq_token *tok);
     /* consumer: absorbs everything posted so far; 0 and *out delivered, or
        -EAGAIN when nothing is due */
-    int    (*try_next)(void *q, dq_msg *out);
+    int (*try_next)(void *q, dq_msg *out);
     /* consumer: blocks until a message is due or deadline (-ETIMEDOUT) */
-    int    (*next_until)(void *q, dq_msg *out, int64_t deadline);
+    int (*next_until)(void *q, dq_msg *out, int64_t deadline);
     /* remover (see caps): 0 or -ENOENT */
-    int    (*cancel)(void *q, dq_token tok);
+    int (*cancel)(void *q, dq_token tok);
     /* remover (see caps): number removed */
     size_t (*remove)(void *q, const dq_match *m);
 } bench_contender;

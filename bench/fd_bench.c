@@ -50,8 +50,8 @@ static int target;
 /* ---- samples ---------------------------------------------------------- */
 
 typedef struct run {
-    int64_t *lat;         /* ns, one per sample */
-    _Atomic int seen;     /* samples the consumer has taken */
+    int64_t *lat;     /* ns, one per sample */
+    _Atomic int seen; /* samples the consumer has taken */
     _Atomic bool stop;
 } run;
 
@@ -109,7 +109,8 @@ static result summarize(run *r)
         s.p99 = (double)r->lat[(n * 99) / 100];
     }
     if (n < samples)
-        fprintf(stderr, "fd_bench: only %d of %d samples (a lost wake-up?)\n", n, samples);
+        fprintf(stderr, "fd_bench: only %d of %d samples (a lost wake-up?)\n", n,
+                samples);
     free(r->lat);
     return s;
 }
@@ -296,7 +297,8 @@ static result post_latency(enum post_kind kind)
     if (kind == IDLE_64)
         for (int i = 0; i < IDLE_FDS; i++)
             if (pipe2(pr.idle[i], O_NONBLOCK | O_CLOEXEC) != 0 ||
-                dq_add_fd_listener(pr.q, pr.idle[i][0], DQ_EVENT_INPUT, never, NULL) != 0)
+                dq_add_fd_listener(pr.q, pr.idle[i][0], DQ_EVENT_INPUT, never, NULL) !=
+                    0)
                 abort();
     pthread_t t;
     pthread_create(&t, NULL, kind == LIBUV ? uv_consumer : next_consumer, &pr);
@@ -322,7 +324,8 @@ static void print_row(const char *name, double *p50, double *p99)
     printf("  %-34s", name);
     for (int i = 0; i < reps; i++)
         printf(" %7.2f/%-7.2f", p50[i] / 1e3, p99[i] / 1e3);
-    printf("  median %7.2f/%.2f us\n", median(p50, reps) / 1e3, median(p99, reps) / 1e3);
+    printf("  median %7.2f/%.2f us\n", median(p50, reps) / 1e3,
+           median(p99, reps) / 1e3);
 }
 
 static double ratio(double *a, double *b)
@@ -348,7 +351,8 @@ int main(int argc, char **argv)
         }
     }
     if (samples < 100 || reps < 1 || reps > MAX_REPS || gap_us < 0) {
-        fprintf(stderr, "fd_bench: --samples >= 100, --reps 1..%d, --gap-us >= 0\n", MAX_REPS);
+        fprintf(stderr, "fd_bench: --samples >= 100, --reps 1..%d, --gap-us >= 0\n",
+                MAX_REPS);
         return 2;
     }
     char cpu[128];
@@ -372,8 +376,8 @@ int main(int argc, char **argv)
     print_row("bare epoll + eventfd loop", bare50, bare99);
     print_row("deliqueue listener (dq_loop)", dq50, dq99);
     double fd_ratio = ratio(dq50, bare50);
-    printf("  ratio deliqueue/bare: p50 %.2fx (goal <= 1.20x: %s), p99 %.2fx\n", fd_ratio,
-           fd_ratio <= 1.2 ? "met" : "not met", ratio(dq99, bare99));
+    printf("  ratio deliqueue/bare: p50 %.2fx (goal <= 1.20x: %s), p99 %.2fx\n",
+           fd_ratio, fd_ratio <= 1.2 ? "met" : "not met", ratio(dq99, bare99));
 
     printf("\npost -> delivery, consumer asleep in dq_next\n");
     print_row("no fd watched (A)", a50, a99);
@@ -383,11 +387,13 @@ int main(int argc, char **argv)
     double r50 = ratio(b50, a50), r99 = ratio(b99, a99);
     double lo50 = band50 < 1 ? band50 : 1 / band50, hi50 = 1 / lo50;
     printf("  A/A band: p50 %.2fx, p99 %.2fx\n", band50, band99);
-    printf("  ratio B/A: p50 %.2fx (within the A/A band [%.2fx, %.2fx]: %s), p99 %.2fx\n", r50,
-           lo50, hi50, r50 >= lo50 && r50 <= hi50 ? "yes" : "no", r99);
+    printf(
+        "  ratio B/A: p50 %.2fx (within the A/A band [%.2fx, %.2fx]: %s), p99 %.2fx\n",
+        r50, lo50, hi50, r50 >= lo50 && r50 <= hi50 ? "yes" : "no", r99);
 
     printf("\npost -> delivery through dq_backend_fd under libuv\n");
     print_row("libuv loop, uv_poll on the backend fd", uv50, uv99);
-    printf("  ratio libuv/dq_next: p50 %.2fx, p99 %.2fx\n", ratio(uv50, a50), ratio(uv99, a99));
+    printf("  ratio libuv/dq_next: p50 %.2fx, p99 %.2fx\n", ratio(uv50, a50),
+           ratio(uv99, a99));
     return 0;
 }

@@ -35,8 +35,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], bench_heap_comparators[i].name))
             cmp = &bench_heap_comparators[i];
     if (argc < 2 || argc > 5 || cmp == NULL) {
-        fprintf(stderr, "usage: %s branchless|branchy|andor|wide "
-                        "[depth [ops [quantum_ns]]]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s branchless|branchy|andor|wide "
+                "[depth [ops [quantum_ns]]]\n",
+                argv[0]);
         return 2;
     }
     uint32_t depth = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 10000;
@@ -51,8 +53,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "heap_cmp: out of memory\n");
         return 2;
     }
-    printf("heap_cmp comparator=%s depth=%u ops=%llu quantum=%lld checksum=%llx ns_per_op=%.1f\n",
-           argv[1], depth, (unsigned long long)ops, (long long)quantum, (unsigned long long)sum,
-           (double)(t1 - t0) / (double)(ops + depth));
+    printf("heap_cmp comparator=%s depth=%u ops=%llu quantum=%lld checksum=%llx "
+           "ns_per_op=%.1f\n",
+           argv[1], depth, (unsigned long long)ops, (long long)quantum,
+           (unsigned long long)sum, (double)(t1 - t0) / (double)(ops + depth));
     return 0;
 }

@@ -38,10 +38,10 @@ static inline bool bench_key_less_wide(dq_key a, dq_key b)
 {
     __extension__ typedef __int128 wide;
     __extension__ typedef unsigned __int128 uwide;
-    wide x = (wide)((uwide)(uint64_t)a.when << 64 |
-                    ((uint64_t)a.seq ^ (UINT64_C(1) << 63)));
-    wide y = (wide)((uwide)(uint64_t)b.when << 64 |
-                    ((uint64_t)b.seq ^ (UINT64_C(1) << 63)));
+    wide x =
+        (wide)((uwide)(uint64_t)a.when << 64 | ((uint64_t)a.seq ^ (UINT64_C(1) << 63)));
+    wide y =
+        (wide)((uwide)(uint64_t)b.when << 64 | ((uint64_t)b.seq ^ (UINT64_C(1) << 63)));
     return x < y;
 }
 
@@ -76,36 +76,35 @@ static inline int64_t bench_heap_delay(uint64_t *rng, int64_t quantum)
 
 /* Generates P##_hold_work(depth, ops, seed, quantum): returns a checksum of the
    popped keys (so nothing is optimised away), or 0 on allocation failure. */
-#define BENCH_HEAP_WORK_DEFINE(P, HEAP)                                       \
-    static __attribute__((noinline)) uint64_t P##_hold_work(                  \
-        uint32_t depth, uint64_t ops, uint64_t seed, int64_t quantum)         \
-    {                                                                         \
-        dq_heap h;                                                            \
-        dq_heap_init(&h);                                                     \
-        dq_heap_elem *elems = malloc((size_t)(depth ? depth : 1) *            \
-                                     sizeof(*elems));                         \
-        if (elems == NULL || dq_heap_reserve(&h, depth ? depth : 1)) {        \
-            free(elems);                                                      \
-            return 0;                                                         \
-        }                                                                     \
-        uint64_t rng = seed | 1;                                              \
-        int64_t seq = 0;                                                      \
-        for (uint32_t i = 0; i < depth; i++) {                                \
-            dq_key k = { bench_heap_delay(&rng, quantum), ++seq };            \
-            HEAP##_push(&h, &elems[i], k);                                    \
-        }                                                                     \
-        uint64_t sum = 0;                                                     \
-        for (uint64_t i = 0; i < ops && h.count; i++) {                       \
-            dq_key k = h.slots[0].key;                                        \
-            dq_heap_elem *e = HEAP##_pop(&h);                                 \
-            sum += (uint64_t)k.when ^ (uint64_t)k.seq;                        \
-            k.when += bench_heap_delay(&rng, quantum);                        \
-            k.seq = ++seq;                                                    \
-            HEAP##_push(&h, e, k);                                            \
-        }                                                                     \
-        dq_heap_fini(&h);                                                     \
-        free(elems);                                                          \
-        return sum ? sum : 1;                                                 \
+#define BENCH_HEAP_WORK_DEFINE(P, HEAP)                                             \
+    static __attribute__((noinline)) uint64_t P##_hold_work(                        \
+        uint32_t depth, uint64_t ops, uint64_t seed, int64_t quantum)               \
+    {                                                                               \
+        dq_heap h;                                                                  \
+        dq_heap_init(&h);                                                           \
+        dq_heap_elem *elems = malloc((size_t)(depth ? depth : 1) * sizeof(*elems)); \
+        if (elems == NULL || dq_heap_reserve(&h, depth ? depth : 1)) {              \
+            free(elems);                                                            \
+            return 0;                                                               \
+        }                                                                           \
+        uint64_t rng = seed | 1;                                                    \
+        int64_t seq = 0;                                                            \
+        for (uint32_t i = 0; i < depth; i++) {                                      \
+            dq_key k = { bench_heap_delay(&rng, quantum), ++seq };                  \
+            HEAP##_push(&h, &elems[i], k);                                          \
+        }                                                                           \
+        uint64_t sum = 0;                                                           \
+        for (uint64_t i = 0; i < ops && h.count; i++) {                             \
+            dq_key k = h.slots[0].key;                                              \
+            dq_heap_elem *e = HEAP##_pop(&h);                                       \
+            sum += (uint64_t)k.when ^ (uint64_t)k.seq;                              \
+            k.when += bench_heap_delay(&rng, quantum);                              \
+            k.seq = ++seq;                                                          \
+            HEAP##_push(&h, e, k);                                                  \
+        }                                                                           \
+        dq_heap_fini(&h);                                                           \
+        free(elems);                                                                \
+        return sum ? sum : 1;                                                       \
     }
 
 BENCH_HEAP_WORK_DEFINE(bench_branchless, dq_heap)
@@ -113,12 +112,12 @@ BENCH_HEAP_WORK_DEFINE(bench_branchy, bench_heap_branchy)
 BENCH_HEAP_WORK_DEFINE(bench_andor, bench_heap_andor)
 BENCH_HEAP_WORK_DEFINE(bench_wide, bench_heap_wide)
 
-typedef uint64_t (*bench_heap_work_fn)(uint32_t depth, uint64_t ops,
-                                       uint64_t seed, int64_t quantum);
+typedef uint64_t (*bench_heap_work_fn)(uint32_t depth, uint64_t ops, uint64_t seed,
+                                       int64_t quantum);
 
 /* The comparators by name, the library's first. */
 static const struct bench_heap_comparator {
-    const char        *name;
+    const char *name;
     bench_heap_work_fn work;
 } bench_heap_comparators[] = {
     { "branchless", bench_branchless_hold_work },

@@ -71,15 +71,15 @@
 #include "bench/contender.h"
 #include "bench/machine.h"
 
-#define FRAME_NS       4000000LL    /* the vsync period */
-#define JANK_NS        16000000LL   /* a frame later than this is jank */
+#define FRAME_NS            4000000LL  /* the vsync period */
+#define JANK_NS             16000000LL /* a frame later than this is jank */
 #define BACKGROUND_DELAY_NS 1000000000LL
-#define HOG_NICE       10
-#define MAX_CPUS       64
-#define MAX_REPS       64
+#define HOG_NICE            10
+#define MAX_CPUS            64
+#define MAX_REPS            64
 
 static const bench_contender *const contenders[] = {
-    &bench_deliqueue, &bench_legacy,       &bench_mutex_heap,
+    &bench_deliqueue,  &bench_legacy,       &bench_mutex_heap,
     &bench_ck_handoff, &bench_urcu_handoff, &bench_deliqueue_twin,
 };
 #define NCONTENDERS ((int)(sizeof(contenders) / sizeof(contenders[0])))
@@ -143,25 +143,25 @@ static int online_cpus(cpu_set_t *set)
 
 typedef struct run {
     const bench_contender *c;
-    void            *q;
-    int64_t          seconds_ns;
-    _Atomic int      stop;          /* hogs and background posters */
-    bool             warm;          /* --warm: every poster posts once first */
-    int              posters;       /* background posters and vsync */
-    _Atomic int      warmed;        /* posters past their first post */
-    _Atomic long     background_posts;
-    int64_t         *lateness;      /* consumer only until joined */
-    int64_t         *queue_part;    /* each frame's delivery minus its post's start */
-    long             frames, capacity;
-    long             removed;       /* background trimmed by the consumer */
-    int64_t          consumer_cpu_ns;
-    int              err;
-    const char      *failed;        /* which operation failed */
+    void *q;
+    int64_t seconds_ns;
+    _Atomic int stop;   /* hogs and background posters */
+    bool warm;          /* --warm: every poster posts once first */
+    int posters;        /* background posters and vsync */
+    _Atomic int warmed; /* posters past their first post */
+    _Atomic long background_posts;
+    int64_t *lateness;   /* consumer only until joined */
+    int64_t *queue_part; /* each frame's delivery minus its post's start */
+    long frames, capacity;
+    long removed; /* background trimmed by the consumer */
+    int64_t consumer_cpu_ns;
+    int err;
+    const char *failed; /* which operation failed */
 } run;
 
 typedef struct hog_arg {
     run *r;
-    int  cpu;
+    int cpu;
 } hog_arg;
 
 static void *hog_main(void *arg)
@@ -187,7 +187,8 @@ static void warm_wait(run *r)
 static void *background_main(void *arg)
 {
     run *r = arg;
-    atomic_store_explicit(&background_priority, lowest_priority(), memory_order_relaxed);
+    atomic_store_explicit(&background_priority, lowest_priority(),
+                          memory_order_relaxed);
     dq_msg m;
     memset(&m, 0, sizeof(m));
     m.target = &background_target;
@@ -306,13 +307,15 @@ static void *consumer_main(void *arg)
         if (out.target != &frame_target || out.what < 0)
             continue; /* a background message the trims missed fell due,
                          or the untimed frame of --warm */
-        int64_t tick = (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 | (uint32_t)out.arg1);
+        int64_t tick =
+            (int64_t)((uint64_t)(uint32_t)out.arg2 << 32 | (uint32_t)out.arg1);
         if (r->frames < r->capacity) {
             r->queue_part[r->frames] = now - tick - (int64_t)(uintptr_t)out.obj;
             r->lateness[r->frames++] = now - tick;
         }
         if (marker_fd >= 0)
-            marker("C|%d|frame lateness us|%lld\n", getpid(), (long long)((now - tick) / 1000));
+            marker("C|%d|frame lateness us|%lld\n", getpid(),
+                   (long long)((now - tick) / 1000));
         r->removed += (long)r->c->remove(r->q, &trim);
     }
 }
@@ -342,16 +345,16 @@ typedef struct sample {
 } sample;
 
 typedef struct results {
-    sample   s[NCONTENDERS][MAX_REPS];
-    bool     have[NCONTENDERS][MAX_REPS];
-    int64_t *all[NCONTENDERS];      /* every frame's lateness, all reps */
-    long     nall[NCONTENDERS], capall[NCONTENDERS];
+    sample s[NCONTENDERS][MAX_REPS];
+    bool have[NCONTENDERS][MAX_REPS];
+    int64_t *all[NCONTENDERS]; /* every frame's lateness, all reps */
+    long nall[NCONTENDERS], capall[NCONTENDERS];
 } results;
 
 static results res;
 
-static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_set_t *cpus,
-                    bool warm)
+static void run_one(int col, int rep, int64_t seconds_ns, int ncpus,
+                    const cpu_set_t *cpus, bool warm)
 {
     const bench_contender *c = contenders[col];
     run r;
@@ -438,7 +441,8 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus, const cpu_s
         res.all[col] = p;
         res.capall[col] = cap;
     }
-    memcpy(res.all[col] + res.nall[col], r.lateness, (size_t)r.frames * sizeof(int64_t));
+    memcpy(res.all[col] + res.nall[col], r.lateness,
+           (size_t)r.frames * sizeof(int64_t));
     res.nall[col] += r.frames;
     free(r.lateness);
     free(r.queue_part);
@@ -467,7 +471,7 @@ static double median_of(int col, int reps, size_t field)
 
 typedef struct field {
     const char *json, *title, *fmt;
-    size_t      offset;
+    size_t offset;
 } field;
 
 static const field fields[] = {
@@ -476,11 +480,14 @@ static const field fields[] = {
     { "lat_p50_us", "lateness p50 (us)", "%.1f", offsetof(sample, p50) },
     { "lat_p99_us", "lateness p99 (us)", "%.1f", offsetof(sample, p99) },
     { "lat_max_us", "lateness max (us)", "%.1f", offsetof(sample, max) },
-    { "lat_after_post_p99_us", "post-to-delivery p99 (us)", "%.1f", offsetof(sample, queue_p99) },
-    { "lat_after_post_max_us", "post-to-delivery max (us)", "%.1f", offsetof(sample, queue_max) },
+    { "lat_after_post_p99_us", "post-to-delivery p99 (us)", "%.1f",
+      offsetof(sample, queue_p99) },
+    { "lat_after_post_max_us", "post-to-delivery max (us)", "%.1f",
+      offsetof(sample, queue_max) },
     { "background_posts", "background posts", "%.0f", offsetof(sample, background) },
     { "trimmed", "trimmed by the consumer", "%.0f", offsetof(sample, trimmed) },
-    { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f", offsetof(sample, consumer_cpu_ms) },
+    { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f",
+      offsetof(sample, consumer_cpu_ms) },
 };
 #define NFIELDS ((int)(sizeof(fields) / sizeof(fields[0])))
 
@@ -515,9 +522,11 @@ static int write_json(const char *path, const bool *on, int reps)
             for (int r = 0; r < reps; r++) {
                 if (r)
                     fputs(", ", f);
-                json_number(f, res.have[c][r] ? *(const double *)((const char *)&res.s[c][r] +
-                                                                   fields[k].offset)
-                                              : NAN,
+                json_number(f,
+                            res.have[c][r]
+                                ? *(const double *)((const char *)&res.s[c][r] +
+                                                    fields[k].offset)
+                                : NAN,
                             fields[k].fmt);
             }
             fputs("]", f);
@@ -565,15 +574,17 @@ static void print_goal(const bool *on, int reps)
         lowest += low;
         held += z && low;
     }
-    printf("\n- goal (deliqueue: 0 jank frames and the lowest max lateness, twin aside): "
-           "%d of %d repetitions (0 jank in %d, lowest max in %d)\n",
-           held, reps, zero_jank, lowest);
+    printf(
+        "\n- goal (deliqueue: 0 jank frames and the lowest max lateness, twin aside): "
+        "%d of %d repetitions (0 jank in %d, lowest max in %d)\n",
+        held, reps, zero_jank, lowest);
     if (on[twin]) {
         int twin_zero = 0;
         for (int r = 0; r < reps; r++)
             twin_zero += res.have[twin][r] && res.s[twin][r].jank == 0;
-        printf("- A/A control: deliqueue_twin had 0 jank frames in %d of %d repetitions\n",
-               twin_zero, reps);
+        printf(
+            "- A/A control: deliqueue_twin had 0 jank frames in %d of %d repetitions\n",
+            twin_zero, reps);
     }
 }
 
@@ -649,9 +660,11 @@ int main(int argc, char **argv)
     if (trace) {
         marker_fd = open("/sys/kernel/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
         if (marker_fd < 0)
-            marker_fd = open("/sys/kernel/debug/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
+            marker_fd =
+                open("/sys/kernel/debug/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
         if (marker_fd < 0) {
-            fprintf(stderr, "inversion: --trace: cannot open tracefs trace_marker: %s\n",
+            fprintf(stderr,
+                    "inversion: --trace: cannot open tracefs trace_marker: %s\n",
                     strerror(errno));
             return 2;
         }
@@ -665,9 +678,10 @@ int main(int argc, char **argv)
     struct utsname u;
     uname(&u);
     printf("# inversion\n\n");
-    printf("- machine: %s, %d CPUs this process may use, %s %s, load average %.2f\n", model,
-           ncpus, u.sysname, u.release, bench_loadavg());
-    printf("- run: %d repetitions of %.2f s per contender, interleaved; vsync every %lld ms; "
+    printf("- machine: %s, %d CPUs this process may use, %s %s, load average %.2f\n",
+           model, ncpus, u.sysname, u.release, bench_loadavg());
+    printf("- run: %d repetitions of %.2f s per contender, interleaved; vsync every "
+           "%lld ms; "
            "jank above %lld ms; %d background posters, %d hogs (nice %d); %s start\n",
            reps, seconds, FRAME_NS / 1000000, JANK_NS / 1000000, ncpus, ncpus, HOG_NICE,
            warm ? "warm (every poster posted once first)" : "cold");
@@ -700,7 +714,8 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
-    printf("\nMedians over repetitions.  Per repetition, jank frames / max lateness (ms):\n\n");
+    printf("\nMedians over repetitions.  Per repetition, jank frames / max lateness "
+           "(ms):\n\n");
     for (int c = 0; c < NCONTENDERS; c++) {
         if (!on[c])
             continue;

@@ -62,14 +62,14 @@ int64_t bench_thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-#define PROBE_GAP_NS 1000
+#define PROBE_GAP_NS   1000
 #define PROBE_MAX_GAPS 65536
 
 typedef struct probe_cpu {
-    int64_t  ns;          /* the probe's span */
-    int64_t  seconds_ns;
-    int64_t  lost_ns;     /* in gaps */
-    long     ngaps;       /* all of them; the first PROBE_MAX_GAPS kept */
+    int64_t ns; /* the probe's span */
+    int64_t seconds_ns;
+    int64_t lost_ns; /* in gaps */
+    long ngaps;      /* all of them; the first PROBE_MAX_GAPS kept */
     int64_t *gaps;
 } probe_cpu;
 
@@ -104,7 +104,9 @@ int bench_probe_interruptions(double seconds, bench_interruptions *out)
     memset(out, 0, sizeof(*out));
     out->per_second = out->lost_pct = out->median_us = NAN;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int ncpus = online < 1 ? 1 : online > BENCH_PROBE_MAX_CPUS ? BENCH_PROBE_MAX_CPUS : (int)online;
+    int ncpus = online < 1                      ? 1
+                : online > BENCH_PROBE_MAX_CPUS ? BENCH_PROBE_MAX_CPUS
+                                                : (int)online;
     probe_cpu p[BENCH_PROBE_MAX_CPUS];
     pthread_t t[BENCH_PROBE_MAX_CPUS];
     bool started[BENCH_PROBE_MAX_CPUS] = { false };

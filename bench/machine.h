@@ -33,10 +33,10 @@ int64_t bench_thread_cpu_ns(void);
    messages, a p99 lies on their edge and moves with the machine. */
 #define BENCH_PROBE_MAX_CPUS 8
 typedef struct bench_interruptions {
-    int    cpus;        /* probed */
-    double per_second;  /* gaps per second, all probed CPUs together */
-    double lost_pct;    /* the largest share of one CPU's time in gaps */
-    double median_us;   /* the median gap, over all of them */
+    int cpus;          /* probed */
+    double per_second; /* gaps per second, all probed CPUs together */
+    double lost_pct;   /* the largest share of one CPU's time in gaps */
+    double median_us;  /* the median gap, over all of them */
 } bench_interruptions;
 /* 0, or -errno (no CPU could be probed: out->cpus is 0). */
 int bench_probe_interruptions(double seconds, bench_interruptions *out);

@@ -84,8 +84,8 @@
 
 #include "bench/machine.h"
 
-#define ROUND_PUSHES  1000
-#define BACKGROUND    10000
+#define ROUND_PUSHES   1000
+#define BACKGROUND     10000
 #define PREFETCH_AHEAD 7
 
 /* ---- the synthetic nodes ------------------------------------------------ */
@@ -98,11 +98,11 @@ typedef struct line_node { /* one line: next + message */
 typedef struct wide_node { /* dq_node's old layout: producer half in lines 0-1 */
     _Alignas(64) struct wide_node *next;
     uint64_t state;
-    void    *owner;
-    dq_msg   msg;
-    int64_t  due;
-    void    *link;                 /* line 1: the pool's link */
-    _Alignas(64) uint64_t looper;  /* line 2: the looper's fields */
+    void *owner;
+    dq_msg msg;
+    int64_t due;
+    void *link;                   /* line 1: the pool's link */
+    _Alignas(64) uint64_t looper; /* line 2: the looper's fields */
 } wide_node;
 
 typedef struct pool_node { /* dq_node's memory: line 0 written, line 1 read */
@@ -112,11 +112,11 @@ typedef struct pool_node { /* dq_node's memory: line 0 written, line 1 read */
         int64_t due;
         struct pool_node *ahead0; /* +pool chain in line 0: the hint */
     };
-    char     payload[40];
-    _Alignas(64) void *owner;     /* line 1: read by a post */
-    struct pool_node *aux_next;   /* the pool's chain */
-    struct pool_node *ahead;      /* its prefetch hint */
-    uint64_t looper[5];           /* the looper's fields */
+    char payload[40];
+    _Alignas(64) void *owner;   /* line 1: read by a post */
+    struct pool_node *aux_next; /* the pool's chain */
+    struct pool_node *ahead;    /* its prefetch hint */
+    uint64_t looper[5];         /* the looper's fields */
 } pool_node;
 
 #define POOL_REGION (BACKGROUND + ROUND_PUSHES)
@@ -134,23 +134,22 @@ static inline void push(void *n, void **next_field)
     void *old = atomic_load_explicit(&top, memory_order_relaxed);
     do {
         *next_field = old;
-    } while (!atomic_compare_exchange_weak_explicit(&top, &old, n,
-                                                    memory_order_seq_cst,
+    } while (!atomic_compare_exchange_weak_explicit(&top, &old, n, memory_order_seq_cst,
                                                     memory_order_relaxed));
 }
 
 /* ---- the recycler: another thread touching the nodes between rounds ---- */
 
 typedef struct recycler {
-    pthread_t       thread;
-    sem_t           go, done;
-    int             job;     /* 1 wide, 2 line, 3 deliqueue, 4 pool, -1 quit */
-    wide_node      *wide;
-    line_node      *line;
-    pool_node      *pool;            /* POOL_REGION nodes */
-    pool_node      *picked[ROUND_PUSHES]; /* this round's, in pool order */
-    dq_queue       *q;
-    uint64_t        sum;
+    pthread_t thread;
+    sem_t go, done;
+    int job; /* 1 wide, 2 line, 3 deliqueue, 4 pool, -1 quit */
+    wide_node *wide;
+    line_node *line;
+    pool_node *pool;                 /* POOL_REGION nodes */
+    pool_node *picked[ROUND_PUSHES]; /* this round's, in pool order */
+    dq_queue *q;
+    uint64_t sum;
 } recycler;
 
 static int burst_target, background_target;
@@ -168,29 +167,30 @@ static void *recycler_main(void *arg)
             for (int i = 0; i < ROUND_PUSHES; i++) {
                 wide_node *n = &r->wide[i];
                 r->sum += (uint64_t)n->msg.what + (uint64_t)n->due;
-                n->state += 8;      /* generation bump, line 0 */
-                n->link = n;        /* pool link, line 1 */
-                n->looper = 0;      /* reset, line 2 */
+                n->state += 8; /* generation bump, line 0 */
+                n->link = n;   /* pool link, line 1 */
+                n->looper = 0; /* reset, line 2 */
             }
         } else if (job == 2) {
             for (int i = 0; i < ROUND_PUSHES; i++) {
                 line_node *n = &r->line[i];
                 r->sum += (uint64_t)n->msg.what;
-                n->msg.flags = 0;   /* any write: the line is ours now */
+                n->msg.flags = 0; /* any write: the line is ours now */
             }
         } else if (job == 4 || job == 5) {
             for (int i = 0; i < ROUND_PUSHES; i++) {
                 pool_node *n = r->picked[i];
                 pool_node *next = i + 1 < ROUND_PUSHES ? r->picked[i + 1] : NULL;
                 pool_node *ahead = i + PREFETCH_AHEAD < ROUND_PUSHES
-                                       ? r->picked[i + PREFETCH_AHEAD] : NULL;
+                                       ? r->picked[i + PREFETCH_AHEAD]
+                                       : NULL;
                 r->sum += (uint64_t)n->due;
-                n->state += 8;      /* generation bump, line 0 */
-                n->looper[0] = 0;   /* the looper's reset, line 1 */
-                if (job == 4) {     /* the pool's links in line 1 */
+                n->state += 8;    /* generation bump, line 0 */
+                n->looper[0] = 0; /* the looper's reset, line 1 */
+                if (job == 4) {   /* the pool's links in line 1 */
                     n->aux_next = next;
                     n->ahead = ahead;
-                } else {            /* in line 0 */
+                } else { /* in line 0 */
                     n->next = next;
                     n->ahead0 = ahead;
                 }
@@ -239,17 +239,19 @@ static inline void post_pool_node(pool_node *n, const dq_msg *m, int64_t due,
 static inline void spend_48_instructions(uint64_t *sum)
 {
 #if defined(__x86_64__)
-#define MOV8 "mov $1,%0\n\tmov $2,%1\n\tmov $3,%2\n\tmov $4,%3\n\t" \
-             "mov $5,%4\n\tmov $6,%5\n\tmov $7,%6\n\tmov $8,%7\n\t"
+#define MOV8                                               \
+    "mov $1,%0\n\tmov $2,%1\n\tmov $3,%2\n\tmov $4,%3\n\t" \
+    "mov $5,%4\n\tmov $6,%5\n\tmov $7,%6\n\tmov $8,%7\n\t"
 #elif defined(__aarch64__)
-#define MOV8 "mov %0,#1\n\tmov %1,#2\n\tmov %2,#3\n\tmov %3,#4\n\t" \
-             "mov %4,#5\n\tmov %5,#6\n\tmov %6,#7\n\tmov %7,#8\n\t"
+#define MOV8                                               \
+    "mov %0,#1\n\tmov %1,#2\n\tmov %2,#3\n\tmov %3,#4\n\t" \
+    "mov %4,#5\n\tmov %5,#6\n\tmov %6,#7\n\tmov %7,#8\n\t"
 #endif
 #ifdef MOV8
     uint64_t a, b, c, d, e, f, g, h;
     __asm__ volatile(MOV8 MOV8 MOV8 MOV8 MOV8 MOV8
-                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d), "=r"(e), "=r"(f),
-                       "=r"(g), "=r"(h));
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d), "=r"(e), "=r"(f), "=r"(g),
+                       "=r"(h));
 #undef MOV8
     *sum += a ^ h;
 #else
@@ -276,7 +278,8 @@ static void pick_pool_nodes(recycler *r, uint64_t *rng)
 
 static int cmp_node_address(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(pool_node *const *)a, y = (uintptr_t)*(pool_node *const *)b;
+    uintptr_t x = (uintptr_t) * (pool_node *const *)a,
+              y = (uintptr_t) * (pool_node *const *)b;
     return (x > y) - (x < y);
 }
 
@@ -289,24 +292,45 @@ static void pick_pool_nodes_in_address_order(recycler *r, uint64_t *rng)
 
 /* ---- the cases ----------------------------------------------------------- */
 
-enum { FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, WIDE_PREFETCH, LINE_PREFETCH,
-       SCATTERED, MOVES, OWNER_READ, ADDRESS_ORDER, POOL_CHAIN, LINE0_CHAIN,
-       DELIQUEUE, NCASES };
+enum {
+    FLOOR,
+    COPY_LINE,
+    COPY_WIDE,
+    WIDE_RECYCLED,
+    WIDE_PREFETCH,
+    LINE_PREFETCH,
+    SCATTERED,
+    MOVES,
+    OWNER_READ,
+    ADDRESS_ORDER,
+    POOL_CHAIN,
+    LINE0_CHAIN,
+    DELIQUEUE,
+    NCASES
+};
 static const char *const case_name[NCASES] = {
-    "floor (bare push, own nodes)", "+copy, 1 line", "+copy, 2 lines",
-    "+recycled by the consumer", "+prefetch 7 ahead",
-    "1 line, recycled, prefetch", "+scattered over 11k nodes", "+48 register moves",
-    "+owner read in line 1", "+address order (free map)",
-    "+pool chain through line 1", "+pool chain in line 0", "dq_post_at",
+    "floor (bare push, own nodes)",
+    "+copy, 1 line",
+    "+copy, 2 lines",
+    "+recycled by the consumer",
+    "+prefetch 7 ahead",
+    "1 line, recycled, prefetch",
+    "+scattered over 11k nodes",
+    "+48 register moves",
+    "+owner read in line 1",
+    "+address order (free map)",
+    "+pool chain through line 1",
+    "+pool chain in line 0",
+    "dq_post_at",
 };
 /* the step each case adds to */
 static const int case_base[NCASES] = {
-    FLOOR, FLOOR, COPY_LINE, COPY_WIDE, WIDE_RECYCLED, COPY_LINE, LINE_PREFETCH,
-    SCATTERED, SCATTERED, OWNER_READ, OWNER_READ, SCATTERED, ADDRESS_ORDER,
+    FLOOR,      FLOOR,         COPY_LINE,     COPY_WIDE, WIDE_RECYCLED,
+    COPY_LINE,  LINE_PREFETCH, SCATTERED,     SCATTERED, OWNER_READ,
+    OWNER_READ, SCATTERED,     ADDRESS_ORDER,
 };
 
-static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
-                       uint64_t *rng)
+static double run_case(int c, recycler *r, const dq_msg *m, int64_t when, uint64_t *rng)
 {
     wide_node *w = r->wide;
     line_node *l = r->line;
@@ -322,12 +346,8 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
             w[i].next = NULL, w[i].link = NULL;
         break;
     case WIDE_RECYCLED:
-    case WIDE_PREFETCH:
-        recycle(r, 1);
-        break;
-    case LINE_PREFETCH:
-        recycle(r, 2);
-        break;
+    case WIDE_PREFETCH: recycle(r, 1); break;
+    case LINE_PREFETCH: recycle(r, 2); break;
     case SCATTERED:
     case MOVES:
     case OWNER_READ:
@@ -352,8 +372,7 @@ static double run_case(int c, recycler *r, const dq_msg *m, int64_t when,
         for (int i = 1; i < (int)PREFETCH_AHEAD; i++)
             prefetch_pool_node(r->picked[i], false);
         break;
-    default:
-        break;
+    default: break;
     }
     atomic_store_explicit(&top, NULL, memory_order_relaxed);
     int64_t t0 = bench_thread_cpu_ns();

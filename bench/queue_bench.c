@@ -67,11 +67,13 @@
 
 /* Sized by their initializers: a count other than scenario.h's NCONTENDERS
    or NHEAPCOLS conflicts with its declarations there. */
-const bench_contender *const contenders[] = {
-    &bench_deliqueue, &bench_legacy,       &bench_mutex_heap,
-    &bench_ck_handoff, &bench_urcu_handoff, &bench_floor,
-    &bench_deliqueue_twin, /* the A/A control: never a target's opponent */
-};
+const bench_contender
+    *const
+        contenders[] = {
+            &bench_deliqueue,      &bench_legacy,       &bench_mutex_heap,
+            &bench_ck_handoff,     &bench_urcu_handoff, &bench_floor,
+            &bench_deliqueue_twin, /* the A/A control: never a target's opponent */
+        };
 
 const char *const heap_cols[] = { "branchless", "branchy", "andor", "wide",
                                   "branchless_twin" };
@@ -96,11 +98,13 @@ static bool parse_list(const char *s, long *out, int max, int *n)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr,
-            "usage: %s [--quick] [--reps N] [--scenarios insert,e2e,remove,cancel,heap]\n"
-            "          [--depths 1000,10000,100000] [--fill aged|sorted|random]\n"
-            "          [--contenders deliqueue,legacy,...] [--json PATH] [--plot-data PREFIX]\n",
-            argv0);
+    fprintf(
+        stderr,
+        "usage: %s [--quick] [--reps N] [--scenarios insert,e2e,remove,cancel,heap]\n"
+        "          [--depths 1000,10000,100000] [--fill aged|sorted|random]\n"
+        "          [--contenders deliqueue,legacy,...] [--json PATH] [--plot-data "
+        "PREFIX]\n",
+        argv0);
     return 2;
 }
 
@@ -180,16 +184,22 @@ int main(int argc, char **argv)
     cfg.json_path = output_path(cfg.json_path);
     cfg.plot_prefix = output_path(cfg.plot_prefix);
     /* deliqueue always runs: every ratio is against it */
-    cfg.contender_mask = cfg.contender_mask ? cfg.contender_mask | 1u
-                                            : (1u << NCONTENDERS) - 1;
+    cfg.contender_mask =
+        cfg.contender_mask ? cfg.contender_mask | 1u : (1u << NCONTENDERS) - 1;
     char *sc = strdup(scenarios);
     for (char *tok = strtok(sc, ","); tok; tok = strtok(NULL, ",")) {
-        if (!strcmp(tok, "insert")) cfg.run_insert = true;
-        else if (!strcmp(tok, "e2e")) cfg.run_e2e = true;
-        else if (!strcmp(tok, "remove")) cfg.run_remove = true;
-        else if (!strcmp(tok, "cancel")) cfg.run_cancel = true;
-        else if (!strcmp(tok, "heap")) cfg.run_heap = true;
-        else return usage(argv[0]);
+        if (!strcmp(tok, "insert"))
+            cfg.run_insert = true;
+        else if (!strcmp(tok, "e2e"))
+            cfg.run_e2e = true;
+        else if (!strcmp(tok, "remove"))
+            cfg.run_remove = true;
+        else if (!strcmp(tok, "cancel"))
+            cfg.run_cancel = true;
+        else if (!strcmp(tok, "heap"))
+            cfg.run_heap = true;
+        else
+            return usage(argv[0]);
     }
     free(sc);
     if (cfg.quick) {
@@ -245,10 +255,11 @@ int main(int argc, char **argv)
     printf("- load average at start: %.2f\n", load_start);
     bench_interruptions irq;
     if (bench_probe_interruptions(cfg.quick ? 0.2 : 1.0, &irq) == 0)
-        printf("- interruptions: with all %d CPUs busy, %.0f gaps of over 1 us a second "
-               "(median %.1f us), up to %.2f%% of one CPU's time (a message that meets "
-               "one on its consumer's CPU waits it out: the latency tails)\n",
-               irq.cpus, irq.per_second, irq.median_us, irq.lost_pct);
+        printf(
+            "- interruptions: with all %d CPUs busy, %.0f gaps of over 1 us a second "
+            "(median %.1f us), up to %.2f%% of one CPU's time (a message that meets "
+            "one on its consumer's CPU waits it out: the latency tails)\n",
+            irq.cpus, irq.per_second, irq.median_us, irq.lost_pct);
     else
         printf("- interruptions: not probed\n");
     printf("- build: compiler %s, optimized %s, NDEBUG %s, copts %s\n", __VERSION__,
@@ -256,7 +267,10 @@ int main(int argc, char **argv)
     printf("- deliqueue atomics: %s\n", dq_atomics());
     printf("- run: %s, %d repetitions, interleaved, background fill %s; "
            "cells: median (median / deliqueue's median)\n",
-           cfg.quick ? "--quick" : "full", cfg.reps, cfg.random_fill ? "random" : cfg.aged_fill ? "aged" : "sorted");
+           cfg.quick ? "--quick" : "full", cfg.reps,
+           cfg.random_fill ? "random"
+           : cfg.aged_fill ? "aged"
+                           : "sorted");
     printf("- contenders:\n");
     for (int i = 0; i < NCONTENDERS; i++)
         printf("  - %s: %s\n", contenders[i]->name, contenders[i]->design);
@@ -324,18 +338,24 @@ int main(int argc, char **argv)
         }
         char header[2048];
         snprintf(header, sizeof(header),
-                 "  \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s %s %s\", "
-                 "\"interruptions\": {\"cpus\": %d, \"per_second\": %.1f, \"median_us\": %.2f, "
+                 "  \"machine\": {\"cpu\": \"%s\", \"cores\": %ld, \"kernel\": \"%s %s "
+                 "%s\", "
+                 "\"interruptions\": {\"cpus\": %d, \"per_second\": %.1f, "
+                 "\"median_us\": %.2f, "
                  "\"lost_pct\": %.3f}},\n"
-                 "  \"build\": {\"compiler\": \"%s\", \"optimized\": %s, \"ndebug\": %s, \"copts\": \"%s\"},\n"
+                 "  \"build\": {\"compiler\": \"%s\", \"optimized\": %s, \"ndebug\": "
+                 "%s, \"copts\": \"%s\"},\n"
                  "  \"atomics\": \"%s\",\n"
                  "  \"run\": {\"quick\": %s, \"repetitions\": %d, \"fill\": \"%s\"}",
                  model, ncpu, un.sysname, un.release, un.machine, irq.cpus,
                  irq.cpus ? irq.per_second : 0.0, irq.cpus ? irq.median_us : 0.0,
                  irq.cpus ? irq.lost_pct : 0.0, __VERSION__,
-                 optimized[0] == 'y' ? "true" : "false", ndebug[0] == 'y' ? "true" : "false",
-                 BENCH_COPTS, dq_atomics(), cfg.quick ? "true" : "false", cfg.reps,
-                 cfg.random_fill ? "random" : cfg.aged_fill ? "aged" : "sorted");
+                 optimized[0] == 'y' ? "true" : "false",
+                 ndebug[0] == 'y' ? "true" : "false", BENCH_COPTS, dq_atomics(),
+                 cfg.quick ? "true" : "false", cfg.reps,
+                 cfg.random_fill ? "random"
+                 : cfg.aged_fill ? "aged"
+                                 : "sorted");
         stats_write_json(f, &results, header, cols, NCONTENDERS, heap_cols, NHEAPCOLS);
         fclose(f);
     }
@@ -354,4 +374,3 @@ int main(int argc, char **argv)
     }
     return 0;
 }
-

@@ -7,8 +7,8 @@
 #include <string.h>
 
 stats_metric *stats_metric_get(stats *s, const char *group, const char *scenario,
-                               const char *name, const char *unit,
-                               bool higher_better, long depth, int producers)
+                               const char *name, const char *unit, bool higher_better,
+                               long depth, int producers)
 {
     for (int i = 0; i < s->nmetrics; i++) {
         stats_metric *m = &s->m[i];
@@ -198,8 +198,8 @@ static void json_number(FILE *out, double v)
         fprintf(out, "%.6g", v);
 }
 
-static void json_columns(FILE *out, const stats_metric *m,
-                         const char *const *cols, int ncols)
+static void json_columns(FILE *out, const stats_metric *m, const char *const *cols,
+                         int ncols)
 {
     fprintf(out, "\"columns\": {");
     for (int c = 0; c < ncols; c++) {
@@ -231,9 +231,10 @@ void stats_write_json(FILE *out, const stats *s, const char *header,
     for (int i = 0; i < s->nmetrics; i++) {
         const stats_metric *m = &s->m[i];
         bool heap = !strcmp(m->group, "heap");
-        fprintf(out, "%s\n    {\"group\": \"%s\", \"scenario\": \"%s\", "
-                     "\"name\": \"%s\", \"unit\": \"%s\", \"better\": \"%s\", "
-                     "\"depth\": %ld, \"producers\": %d,\n      ",
+        fprintf(out,
+                "%s\n    {\"group\": \"%s\", \"scenario\": \"%s\", "
+                "\"name\": \"%s\", \"unit\": \"%s\", \"better\": \"%s\", "
+                "\"depth\": %ld, \"producers\": %d,\n      ",
                 i ? "," : "", m->group, m->scenario, m->name, m->unit,
                 m->higher_better ? "higher" : "lower", m->depth, m->producers);
         json_columns(out, m, heap ? heap_cols : queue_cols,
@@ -246,8 +247,10 @@ void stats_write_json(FILE *out, const stats *s, const char *header,
 void stats_write_plot_data(FILE *out, const stats *s, int producers,
                            const char *const *cols, int ncols)
 {
-    fprintf(out, "# insert into a busy queue, %d producer(s): median CPU ns per "
-                 "insert per producer\ndepth", producers);
+    fprintf(out,
+            "# insert into a busy queue, %d producer(s): median CPU ns per "
+            "insert per producer\ndepth",
+            producers);
     for (int c = 0; c < ncols; c++)
         fprintf(out, " %s", cols[c]);
     fprintf(out, "\n");

@@ -19,28 +19,28 @@
 #define STATS_MAX_METRICS 128
 
 typedef struct stats_metric {
-    const char *group;        /* "queues" or "heap": which columns */
-    const char *scenario;     /* insert, e2e, remove, cancel, heap */
-    char        name[96];     /* the row label */
+    const char *group;    /* "queues" or "heap": which columns */
+    const char *scenario; /* insert, e2e, remove, cancel, heap */
+    char name[96];        /* the row label */
     const char *unit;
-    bool        higher_better;
-    long        depth;        /* queue / heap depth, 0 if none */
-    int         producers;    /* 0 if none */
-    double      v[STATS_MAX_COLS][STATS_MAX_REPS];
-    bool        have[STATS_MAX_COLS][STATS_MAX_REPS];
+    bool higher_better;
+    long depth;    /* queue / heap depth, 0 if none */
+    int producers; /* 0 if none */
+    double v[STATS_MAX_COLS][STATS_MAX_REPS];
+    bool have[STATS_MAX_COLS][STATS_MAX_REPS];
 } stats_metric;
 
 typedef struct stats {
-    const char  *cols[STATS_MAX_COLS];   /* per group: see stats_group */
-    int          ncols;
+    const char *cols[STATS_MAX_COLS]; /* per group: see stats_group */
+    int ncols;
     stats_metric m[STATS_MAX_METRICS];
-    int          nmetrics;
+    int nmetrics;
 } stats;
 
 /* Find or add the metric with this group/scenario/name. */
 stats_metric *stats_metric_get(stats *s, const char *group, const char *scenario,
-                               const char *name, const char *unit,
-                               bool higher_better, long depth, int producers);
+                               const char *name, const char *unit, bool higher_better,
+                               long depth, int producers);
 void stats_put(stats_metric *m, int col, int rep, double value);
 
 /* NaN if the column has no sample. */

@@ -15,15 +15,17 @@ enum { BASE = 0, TWIN = 1, OTHER = 2 };
 
 static stats results; /* ~600 KiB: not on the stack */
 
-#define assert_near(x, want, eps)                                             \
+#define assert_near(x, want, eps)                                                     \
     cr_assert(fabs((x) - (want)) <= (eps), "%s = %.12g, want %.12g", #x, (double)(x), \
               (double)(want))
 
 /* A metric whose column 0 is 100 in every repetition and whose twin is
    100 * twin_ratio[r]; nreps repetitions. */
-static stats_metric *metric_with_twin(const char *name, const double *twin_ratio, int nreps)
+static stats_metric *metric_with_twin(const char *name, const double *twin_ratio,
+                                      int nreps)
 {
-    stats_metric *m = stats_metric_get(&results, "queues", "test", name, "ns", false, 0, 0);
+    stats_metric *m =
+        stats_metric_get(&results, "queues", "test", name, "ns", false, 0, 0);
     cr_assert_not_null(m);
     for (int r = 0; r < nreps; r++) {
         stats_put(m, BASE, r, 100.0);
@@ -60,7 +62,8 @@ Test(noise_band, a_real_difference_lies_outside_and_noise_makes_a_tie)
     cr_assert(stats_noise_band(metric_with_twin("quiet", quiet, 7), TWIN, &qlo, &qhi));
     cr_assert(stats_noise_band(metric_with_twin("noisy", noisy, 7), TWIN, &nlo, &nhi));
     cr_assert(qlo < 1 && qhi > 1, "band %g-%g", qlo, qhi);
-    cr_assert(qlo >= 0.97 && qhi <= 1 / 0.97, "band %g-%g wider than the twin's noise", qlo, qhi);
+    cr_assert(qlo >= 0.97 && qhi <= 1 / 0.97, "band %g-%g wider than the twin's noise",
+              qlo, qhi);
     /* 13% slower (the branchy comparator on tied keys): outside the quiet
        band, inside the noisy one */
     cr_assert(qhi < 1.13 && 1 / qlo < 1.13);

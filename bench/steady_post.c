@@ -30,8 +30,8 @@ static int target;
 
 struct consumer {
     dq_queue *q;
-    long      delivered;
-    int64_t   cpu_ns;
+    long delivered;
+    int64_t cpu_ns;
 };
 
 static void *consume(void *arg)
@@ -57,22 +57,31 @@ int main(int argc, char **argv)
     double seconds = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && !strcmp(a, "--max-delay-ns") && atol(v) > 0) max_delay = atol(v), i++;
-        else if (v && !strcmp(a, "--gap-ns") && atol(v) > 0) gap = atol(v), i++;
-        else if (v && !strcmp(a, "--seconds") && atof(v) > 0) seconds = atof(v), i++;
-        else if (v && !strcmp(a, "--reps") && atol(v) > 0) reps = atol(v), i++;
+        if (v && !strcmp(a, "--max-delay-ns") && atol(v) > 0)
+            max_delay = atol(v), i++;
+        else if (v && !strcmp(a, "--gap-ns") && atol(v) > 0)
+            gap = atol(v), i++;
+        else if (v && !strcmp(a, "--seconds") && atof(v) > 0)
+            seconds = atof(v), i++;
+        else if (v && !strcmp(a, "--reps") && atol(v) > 0)
+            reps = atol(v), i++;
         else {
-            fprintf(stderr, "usage: %s [--max-delay-ns N] [--gap-ns N] [--seconds S] [--reps N]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--max-delay-ns N] [--gap-ns N] [--seconds S] [--reps N]\n",
+                argv[0]);
             return 2;
         }
     }
     char model[128];
     bench_cpu_model(model, sizeof(model));
-    printf("steady_post: %s, load %.2f; posts every %ld ns due 0-%ld ns later, %.1f s a repetition\n\n",
+    printf("steady_post: %s, load %.2f; posts every %ld ns due 0-%ld ns later, %.1f s "
+           "a repetition\n\n",
            model, bench_loadavg(), gap, max_delay, seconds);
-    printf("| repetition | posts | post wall ns | consumer CPU ns/msg |\n|---:|---:|---:|---:|\n");
-    double *post = calloc((size_t)reps, sizeof(double)), *cons = calloc((size_t)reps, sizeof(double));
+    printf("| repetition | posts | post wall ns | consumer CPU ns/msg "
+           "|\n|---:|---:|---:|---:|\n");
+    double *post = calloc((size_t)reps, sizeof(double)),
+           *cons = calloc((size_t)reps, sizeof(double));
     if (post == NULL || cons == NULL)
         return 2;
     uint64_t rng = 1;
@@ -88,7 +97,8 @@ int main(int argc, char **argv)
             int64_t w0 = dq_now();
             for (int k = 0; k < 16; k++, posts++) { /* 16 posts between clock reads */
                 rng = rng * 6364136223846793005u + 1442695040888963407u;
-                if (dq_post_delayed(c.q, &m, (int64_t)((rng >> 33) % (uint64_t)max_delay), NULL))
+                if (dq_post_delayed(c.q, &m,
+                                    (int64_t)((rng >> 33) % (uint64_t)max_delay), NULL))
                     return 2;
             }
             posting += dq_now() - w0;

@@ -100,7 +100,8 @@ int main(int argc, char **argv)
            "cost per event (ns) |\n|---|---:|---:|---:|---:|\n");
     printf("| dq_post_at | %.1f | %.1f | 1 | %.0f |\n", po, pn, pn - po);
     /* a delivery writes its instant; the backlog changes once per take */
-    printf("| dq_try_next (a delivery) | %.1f | %.1f | 2 | %.0f |\n", to, tn, (tn - to) / 2);
+    printf("| dq_try_next (a delivery) | %.1f | %.1f | 2 | %.0f |\n", to, tn,
+           (tn - to) / 2);
     printf("\nmedians of %d rounds of %ld calls; CPU model: ", rounds, n);
     char model[256];
     bench_cpu_model(model, sizeof(model));

@@ -37,19 +37,19 @@
 
 #include "fuzz/watchdog.h"
 
-#define MAX_STEPS 400
-#define MAX_IDS   512
-#define MAX_BARS  32
+#define MAX_STEPS  400
+#define MAX_IDS    512
+#define MAX_BARS   32
 #define CLOCK_BASE (INT64_C(1) << 40)
 
 enum { W_PRODUCER, W_REMOVER, W_CONSUMER, N_WORKERS };
 
-#define FAIL(...)                                                             \
-    do {                                                                      \
-        fprintf(stderr, "interleave_fuzzer: ");                               \
-        fprintf(stderr, __VA_ARGS__);                                         \
-        fputc('\n', stderr);                                                  \
-        abort();                                                              \
+#define FAIL(...)                               \
+    do {                                        \
+        fprintf(stderr, "interleave_fuzzer: "); \
+        fprintf(stderr, __VA_ARGS__);           \
+        fputc('\n', stderr);                    \
+        abort();                                \
     } while (0)
 
 static int targets[2];
@@ -58,29 +58,29 @@ static int objs[2];
 /* message records; ids are arg2 */
 enum { K_TIMED, K_FRONT };
 typedef struct rec {
-    _Atomic int fate;            /* 0, 1 delivered, 2 discarded */
+    _Atomic int fate; /* 0, 1 delivered, 2 discarded */
     _Atomic bool accepted;
     _Atomic bool refused;
-    _Atomic bool by_user;        /* discarded by a cancel or remove */
+    _Atomic bool by_user; /* discarded by a cancel or remove */
     _Atomic dq_token tok;
-    int64_t when;                /* exact for timed posts */
+    int64_t when; /* exact for timed posts */
     int kind;
     bool async;
-    int held_by;                 /* barrier index + 1 it was posted behind */
+    int held_by; /* barrier index + 1 it was posted behind */
 } rec;
 static rec recs[MAX_IDS];
 static _Atomic int n_ids;
 
 typedef struct bar {
     _Atomic dq_token tok;
-    _Atomic bool up;             /* posted and not yet (being) removed */
+    _Atomic bool up; /* posted and not yet (being) removed */
 } bar;
 static bar bars[MAX_BARS];
 static _Atomic int n_bars;
 
 static dq_queue *q;
-static int64_t last_when[2];     /* producer only */
-static int last_delivered[2];    /* consumer only: last timed id per class */
+static int64_t last_when[2];  /* producer only */
+static int last_delivered[2]; /* consumer only: last timed id per class */
 
 /* per-thread discard accounting */
 static _Thread_local bool tl_in_call;
@@ -96,7 +96,8 @@ static void on_discard(const dq_msg *m, void *ctx)
         FAIL("discard of unknown id %d", id);
     int old = atomic_exchange(&recs[id].fate, 2);
     if (old != 0)
-        FAIL("id %d discarded after it was %s", id, old == 1 ? "delivered" : "discarded");
+        FAIL("id %d discarded after it was %s", id,
+             old == 1 ? "delivered" : "discarded");
     if (atomic_load(&recs[id].refused))
         FAIL("refused id %d was discarded", id);
     if (tl_in_call) {
@@ -154,8 +155,10 @@ static void producer_step(const uint8_t *p)
         return;
     rec *r = &recs[id];
     bool async = (p[1] & 1) != 0;
-    dq_msg m = { .target = &targets[(p[1] >> 1) & 1], .what = (p[1] >> 2) % 3,
-                 .obj = &objs[(p[1] >> 4) & 1], .flags = async ? DQ_ASYNC : 0,
+    dq_msg m = { .target = &targets[(p[1] >> 1) & 1],
+                 .what = (p[1] >> 2) % 3,
+                 .obj = &objs[(p[1] >> 4) & 1],
+                 .flags = async ? DQ_ASYNC : 0,
                  .arg2 = id };
     r->async = async;
     /* the newest standing barrier, if any, holds a timed sync post (its
@@ -202,7 +205,8 @@ static void remover_step(const uint8_t *p)
 {
     int n = atomic_load(&n_ids);
     switch (p[0] % 6) {
-    case 0: case 1: { /* cancel a token: live or stale */
+    case 0:
+    case 1: { /* cancel a token: live or stale */
         if (n == 0)
             return;
         int id = (p[1] & 0x80) ? n - 1 - (p[1] & 0x7f) % n : p[1] % n;
@@ -224,8 +228,10 @@ static void remover_step(const uint8_t *p)
         return;
     }
     case 2: { /* remove by criteria */
-        dq_match mt = { .target = &targets[p[1] & 1], .fields = (p[1] >> 1) & 7,
-                        .what = (p[2] % 3), .obj = &objs[(p[2] >> 2) & 1] };
+        dq_match mt = { .target = &targets[p[1] & 1],
+                        .fields = (p[1] >> 1) & 7,
+                        .what = (p[2] % 3),
+                        .obj = &objs[(p[2] >> 2) & 1] };
         tl_in_call = true;
         tl_discards = 0;
         tl_match = &mt;
@@ -237,8 +243,10 @@ static void remover_step(const uint8_t *p)
         return;
     }
     case 3: {
-        dq_match mt = { .target = &targets[p[1] & 1], .fields = (p[1] >> 1) & 7,
-                        .what = (p[2] % 3), .obj = &objs[(p[2] >> 2) & 1] };
+        dq_match mt = { .target = &targets[p[1] & 1],
+                        .fields = (p[1] >> 1) & 7,
+                        .what = (p[2] % 3),
+                        .obj = &objs[(p[2] >> 2) & 1] };
         (void)dq_has(q, &mt);
         if (dq_cancel(q, 0) != -EINVAL)
             FAIL("dq_cancel(0) did not return -EINVAL");
@@ -279,7 +287,8 @@ static void check_delivery(const dq_msg *m)
     rec *r = &recs[id];
     int old = atomic_exchange(&r->fate, 1);
     if (old != 0)
-        FAIL("id %d delivered after it was %s", id, old == 1 ? "delivered" : "discarded");
+        FAIL("id %d delivered after it was %s", id,
+             old == 1 ? "delivered" : "discarded");
     if (m->when > dq_now())
         FAIL("id %d delivered early (when %lld, now %lld)", id, (long long)m->when,
              (long long)dq_now());
@@ -393,11 +402,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t b = BYTE();
         unsigned mask;
         switch (b % 8) {
-        case 0: case 1: mask = 1u << W_PRODUCER; break;
+        case 0:
+        case 1: mask = 1u << W_PRODUCER; break;
         case 2: mask = 1u << W_REMOVER; break;
-        case 3: case 4: mask = 1u << W_CONSUMER; break;
-        case 5: mask = (1u << W_PRODUCER) | (1u << W_CONSUMER); break;  /* race */
-        case 6: mask = (1u << W_REMOVER) | (1u << W_CONSUMER); break;   /* race */
+        case 3:
+        case 4: mask = 1u << W_CONSUMER; break;
+        case 5: mask = (1u << W_PRODUCER) | (1u << W_CONSUMER); break; /* race */
+        case 6: mask = (1u << W_REMOVER) | (1u << W_CONSUMER); break;  /* race */
         default:
             dq_test_clock_advance((b >> 3) % 4 == 0 ? 1000 : (b >> 3) % 4);
             continue;
@@ -442,8 +453,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FAIL("refused id %d was reported", id);
         /* quit_safely delivers everything due at the quit (a standing
            barrier may still hold sync messages: those are excused) */
-        if (how == 0 && atomic_load(&r->accepted) && f == 2 && !atomic_load(&r->by_user) &&
-            r->when <= quit_at && (r->async || !any_bar_up))
+        if (how == 0 && atomic_load(&r->accepted) && f == 2 &&
+            !atomic_load(&r->by_user) && r->when <= quit_at &&
+            (r->async || !any_bar_up))
             FAIL("quit_safely dropped id %d, due at %lld before the quit at %lld", id,
                  (long long)r->when, (long long)quit_at);
     }

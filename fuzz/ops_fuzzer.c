@@ -37,22 +37,25 @@
 
 #include "fuzz/watchdog.h"
 
-#define MAX_OPS  600
-#define MAX_IDS  700
-#define MAX_BARS 64
-#define MAX_IDLE 16
+#define MAX_OPS    600
+#define MAX_IDS    700
+#define MAX_BARS   64
+#define MAX_IDLE   16
 #define CLOCK_BASE (INT64_C(1) << 40)
 
 enum { QA = 0, QB = 1 }; /* A: deliqueue, B: legacy */
 
 static int targets[2];
 static int objs[2];
-static void cb_a(dq_msg *m) { (void)m; }
+static void cb_a(dq_msg *m)
+{
+    (void)m;
+}
 static void (*const callbacks[2])(dq_msg *) = { NULL, cb_a };
 
 /* per-message bookkeeping, indexed by id (= arg2) */
 static dq_token tok[2][MAX_IDS];
-static uint8_t fate[2][MAX_IDS];        /* 1 delivered, 2 discarded */
+static uint8_t fate[2][MAX_IDS]; /* 1 delivered, 2 discarded */
 static bool accepted[MAX_IDS];
 static int n_ids;
 
@@ -76,8 +79,8 @@ static int ilog_len[2];
 
 static dq_queue *qa;
 static dq_legacy *qb;
-static bool quitting;  /* any quit: posts refused */
-static bool quit_now;  /* dq_quit: discards are reported at different times */
+static bool quitting; /* any quit: posts refused */
+static bool quit_now; /* dq_quit: discards are reported at different times */
 
 static const uint8_t *in;
 static size_t in_len, in_pos;
@@ -88,12 +91,12 @@ static uint8_t byte(void)
     return in_pos < in_len ? in[in_pos++] : 0;
 }
 
-#define FAIL(...)                                                             \
-    do {                                                                      \
-        fprintf(stderr, "ops_fuzzer: op %d: ", op_index);                     \
-        fprintf(stderr, __VA_ARGS__);                                         \
-        fputc('\n', stderr);                                                  \
-        abort();                                                              \
+#define FAIL(...)                                         \
+    do {                                                  \
+        fprintf(stderr, "ops_fuzzer: op %d: ", op_index); \
+        fprintf(stderr, __VA_ARGS__);                     \
+        fputc('\n', stderr);                              \
+        abort();                                          \
     } while (0)
 
 static void on_discard(const dq_msg *m, void *ctx)
@@ -142,7 +145,8 @@ static void check_discards(void)
 static void check_idle_log(void)
 {
     if (ilog_len[QA] != ilog_len[QB])
-        FAIL("idle handler calls differ: deliqueue %d, legacy %d", ilog_len[QA], ilog_len[QB]);
+        FAIL("idle handler calls differ: deliqueue %d, legacy %d", ilog_len[QA],
+             ilog_len[QB]);
     for (int i = 0; i < ilog_len[QA]; i++)
         if (ilog[QA][i] != ilog[QB][i])
             FAIL("idle handler call %d: deliqueue ran #%d, legacy #%d", i, ilog[QA][i],
@@ -176,7 +180,17 @@ static dq_msg make_msg(void)
 static int64_t pick_delay(void)
 {
     static const int64_t delays[] = {
-        -5, 0, 1, 2, 10, 100, 1000, 1000000, 1000000000, INT64_MAX, INT64_MAX - 1,
+        -5,
+        0,
+        1,
+        2,
+        10,
+        100,
+        1000,
+        1000000,
+        1000000000,
+        INT64_MAX,
+        INT64_MAX - 1,
         -1000000000,
     };
     uint8_t b = byte();
@@ -190,12 +204,12 @@ static int64_t pick_when(void)
     int64_t now = dq_now();
     uint8_t b = byte();
     switch (b % 8) {
-    case 0: return 0;                    /* front */
-    case 1: return INT64_MAX;            /* far future */
+    case 0: return 0;         /* front */
+    case 1: return INT64_MAX; /* far future */
     case 2: return now;
-    case 3: return now - 1 - byte();     /* past */
-    case 4: return 1;                    /* the very first timed instant */
-    case 5: return -1 - byte();          /* invalid */
+    case 3: return now - 1 - byte(); /* past */
+    case 4: return 1;                /* the very first timed instant */
+    case 5: return -1 - byte();      /* invalid */
     default: return dq_when_after(now, byte() * 3);
     }
 }
@@ -400,8 +414,8 @@ static void do_idle(bool add)
 
 static void do_advance(void)
 {
-    static const int64_t steps[] = { 0, 1, 2, 5, 10, 100, 1000, 1000000, 1000000000,
-                                     INT64_MAX };
+    static const int64_t steps[] = { 0,   1,    2,       5,          10,
+                                     100, 1000, 1000000, 1000000000, INT64_MAX };
     uint8_t b = byte();
     dq_test_clock_advance(b < 200 ? steps[b % 10] : (int64_t)(b - 199) * 3);
 }
@@ -421,7 +435,8 @@ static void do_next(void)
         return;
     }
     if (oa.arg2 != ob.arg2)
-        FAIL("try_next delivered id %d from deliqueue, id %d from legacy", oa.arg2, ob.arg2);
+        FAIL("try_next delivered id %d from deliqueue, id %d from legacy", oa.arg2,
+             ob.arg2);
     int id = oa.arg2;
     if (id < 0 || id >= n_ids || !accepted[id])
         FAIL("try_next delivered unknown id %d", id);
@@ -468,21 +483,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (op_index = 0; op_index < MAX_OPS && in_pos < in_len; op_index++) {
         uint8_t op = byte() % 20;
         switch (op) {
-        case 0: case 1: do_post(0); break;
+        case 0:
+        case 1: do_post(0); break;
         case 2: do_post(1); break;
-        case 3: case 4: do_post(2); break;
+        case 3:
+        case 4: do_post(2); break;
         case 5: do_post(3); break;
-        case 6: case 7: do_cancel(); break;
+        case 6:
+        case 7: do_cancel(); break;
         case 8: do_remove(false); break;
         case 9: do_remove(true); break;
         case 10: do_barrier_post(); break;
         case 11: do_barrier_remove(); break;
         case 12: do_idle(byte() & 1); break;
         case 13: do_advance(); break;
-        case 14: case 15: case 16: do_next(); break;
-        case 17:
-            check_rc("is_idle", dq_is_idle(qa), dq_legacy_is_idle(qb));
-            break;
+        case 14:
+        case 15:
+        case 16: do_next(); break;
+        case 17: check_rc("is_idle", dq_is_idle(qa), dq_legacy_is_idle(qb)); break;
         case 18:
             if (byte() % 4 == 0) {
                 quitting = true;
@@ -492,8 +510,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     dq_quit_safely(qa), dq_legacy_quit_safely(qb);
             }
             break;
-        default:
-            break;
+        default: break;
         }
         if (!quit_now) {
             check_discards();

@@ -104,8 +104,8 @@ typedef struct config {
     const char *scenario;
     int liveness_bound_ms;
     int thread_churn;
-    uint64_t max_thread_starts;     /* 0: no bound */
-    double rss_bound_after;         /* 0: off */
+    uint64_t max_thread_starts; /* 0: no bound */
+    double rss_bound_after;     /* 0: off */
 } config;
 
 /* How long a deliverable message may wait for a consumer asleep in one
@@ -118,10 +118,16 @@ typedef struct config {
 #endif
 
 static config cfg = {
-    .duration = 10, .seed = 1, .producers = 2, .removers = 1,
-    .cancellers = 1, .barriers = 1, .progress_interval = 2,
-    .scenario = "mixed", .liveness_bound_ms = LIVENESS_BOUND_MS_DEFAULT,
-    .max_thread_starts = UINT64_MAX,   /* resolved in parse_args */
+    .duration = 10,
+    .seed = 1,
+    .producers = 2,
+    .removers = 1,
+    .cancellers = 1,
+    .barriers = 1,
+    .progress_interval = 2,
+    .scenario = "mixed",
+    .liveness_bound_ms = LIVENESS_BOUND_MS_DEFAULT,
+    .max_thread_starts = UINT64_MAX, /* resolved in parse_args */
 };
 
 /* scenarios: what the producers post and how long an epoch lasts */
@@ -201,7 +207,7 @@ static bool emulated;
 
 static _Atomic uint64_t n_ops, n_accepted, n_delivered, n_discarded;
 static _Atomic uint64_t n_violations;
-static _Atomic bool run_stop;       /* the whole run ends (time or violation) */
+static _Atomic bool run_stop; /* the whole run ends (time or violation) */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void violation(const char *fmt, ...)
@@ -234,18 +240,18 @@ static void count_ops(uint64_t n)
  * obj is one of match_objs[] (criteria) and what/target/callback too.
  */
 
-#define MAX_SLOTS 256
+#define MAX_SLOTS     256
 #define RECS_PER_SLOT (1u << 17)
 
 enum rec_flags {
-    R_ACCEPTED = 1u,     /* the post returned 0 */
+    R_ACCEPTED = 1u, /* the post returned 0 */
     R_DELIVERED = 2u,
     R_DISCARDED = 4u,
-    R_BY_USER = 8u,      /* discarded by a cancel/remove on a user thread */
-    R_PROTECTED = 16u,   /* never removed: the order checks apply */
-    R_HELD = 32u,        /* sync, posted after the slot's barrier */
-    R_RELEASED = 64u,    /* ... and that barrier is being removed */
-    R_REJECTED = 128u,   /* the post returned an error */
+    R_BY_USER = 8u,    /* discarded by a cancel/remove on a user thread */
+    R_PROTECTED = 16u, /* never removed: the order checks apply */
+    R_HELD = 32u,      /* sync, posted after the slot's barrier */
+    R_RELEASED = 64u,  /* ... and that barrier is being removed */
+    R_REJECTED = 128u, /* the post returned an error */
 };
 
 typedef struct rec {
@@ -257,12 +263,12 @@ typedef struct rec {
     _Atomic int64_t when_hi;
     /* protected: ticket taken after the post returned, UINT64_MAX before */
     _Atomic uint64_t done_ticket;
-    uint32_t pseq;                   /* protected: order within (slot, class) */
+    uint32_t pseq; /* protected: order within (slot, class) */
 } rec;
 
 typedef struct slot {
     rec *recs;
-    _Atomic uint32_t count;          /* records in use this epoch */
+    _Atomic uint32_t count; /* records in use this epoch */
 } slot;
 
 static slot slots[MAX_SLOTS];
@@ -278,8 +284,8 @@ static uint64_t class_max_ticket[2];
    that "ticket < T" means the push happened before the consumer's sweep. */
 static _Atomic uint64_t ticket;
 
-static int target_prot;                 /* protected messages: never matched */
-static int targets[4];                  /* removable messages */
+static int target_prot; /* protected messages: never matched */
+static int targets[4];  /* removable messages */
 static int match_objs[4];
 /* dq_loop runs these instead of dispatch: both check the delivery */
 static void cb_a(dq_msg *m);
@@ -293,8 +299,8 @@ static rec *rec_of(const dq_msg *m, const char *who)
     uint32_t i = (uint32_t)m->arg2;
     if (tag != (atomic_load_explicit(&epoch_tag, memory_order_relaxed) & 0xffff) ||
         s >= (uint32_t)n_slots || i >= RECS_PER_SLOT) {
-        violation("%s: message from nowhere (arg1=%#x arg2=%d target=%p)", who,
-                  a1, m->arg2, m->target);
+        violation("%s: message from nowhere (arg1=%#x arg2=%d target=%p)", who, a1,
+                  m->arg2, m->target);
         return NULL;
     }
     return &slots[s].recs[i];
@@ -318,11 +324,11 @@ static void on_discard(const dq_msg *m, void *ctx)
     /* acq_rel: the flags word is the message's one arbiter */
     uint32_t old = atomic_fetch_or_explicit(&r->flags, add, memory_order_acq_rel);
     if (old & (R_DELIVERED | R_DISCARDED))
-        violation("message slot %d #%d discarded after it was %s",
-                  m->arg1 & 0xffff, m->arg2,
-                  (old & R_DELIVERED) ? "delivered" : "discarded");
+        violation("message slot %d #%d discarded after it was %s", m->arg1 & 0xffff,
+                  m->arg2, (old & R_DELIVERED) ? "delivered" : "discarded");
     if (old & R_REJECTED)
-        violation("rejected message slot %d #%d was discarded", m->arg1 & 0xffff, m->arg2);
+        violation("rejected message slot %d #%d was discarded", m->arg1 & 0xffff,
+                  m->arg2);
     if (tl_user_call) {
         tl_discards++;
         if (old & R_PROTECTED)
@@ -330,7 +336,8 @@ static void on_discard(const dq_msg *m, void *ctx)
                       m->arg1 & 0xffff, m->arg2);
         if (tl_match != NULL && !dq_match_msg(tl_match, m))
             violation("dq_remove discarded a message that does not match "
-                      "(slot %d #%d)", m->arg1 & 0xffff, m->arg2);
+                      "(slot %d #%d)",
+                      m->arg1 & 0xffff, m->arg2);
         if (tl_cancel_rec != NULL && tl_cancel_rec != r)
             violation("dq_cancel discarded another message (slot %d #%d)",
                       m->arg1 & 0xffff, m->arg2);
@@ -349,7 +356,8 @@ static void check_delivery(const dq_msg *m, uint64_t call_ticket)
     if (r == NULL)
         return;
     int slot_i = m->arg1 & 0xffff;
-    uint32_t old = atomic_fetch_or_explicit(&r->flags, R_DELIVERED, memory_order_acq_rel);
+    uint32_t old =
+        atomic_fetch_or_explicit(&r->flags, R_DELIVERED, memory_order_acq_rel);
     if (old & (R_DELIVERED | R_DISCARDED))
         violation("message slot %d #%d delivered after it was %s", slot_i, m->arg2,
                   (old & R_DELIVERED) ? "delivered" : "discarded");
@@ -358,20 +366,20 @@ static void check_delivery(const dq_msg *m, uint64_t call_ticket)
     int64_t when_hi = atomic_load_explicit(&r->when_hi, memory_order_relaxed);
     if (m->when < r->when_lo || m->when > when_hi)
         violation("message slot %d #%d delivered with when=%" PRId64
-                  " outside [%" PRId64 ", %" PRId64 "]", slot_i, m->arg2, m->when,
-                  r->when_lo, when_hi);
+                  " outside [%" PRId64 ", %" PRId64 "]",
+                  slot_i, m->arg2, m->when, r->when_lo, when_hi);
     if (now < m->when)
         violation("message slot %d #%d delivered early: now=%" PRId64 " when=%" PRId64,
                   slot_i, m->arg2, now, m->when);
     if ((old & R_HELD) && !(old & R_RELEASED))
-        violation("sync message slot %d #%d delivered while its barrier was up",
-                  slot_i, m->arg2);
+        violation("sync message slot %d #%d delivered while its barrier was up", slot_i,
+                  m->arg2);
     if (old & R_PROTECTED) {
         int cls = (m->flags & DQ_ASYNC) ? 1 : 0;
         if (r->pseq <= last_pseq[slot_i][cls])
             violation("order: producer %d class %s delivered #%u after #%u "
-                      "(posted later, due no later)", slot_i, cls ? "async" : "sync",
-                      r->pseq, last_pseq[slot_i][cls]);
+                      "(posted later, due no later)",
+                      slot_i, cls ? "async" : "sync", r->pseq, last_pseq[slot_i][cls]);
         last_pseq[slot_i][cls] = r->pseq;
         int64_t key = m->when == 0 ? INT64_MIN : m->when;
         uint64_t done = atomic_load_explicit(&r->done_ticket, memory_order_relaxed);
@@ -391,9 +399,9 @@ static void check_delivery(const dq_msg *m, uint64_t call_ticket)
 
 #define IDLE_CTXS 64
 typedef struct idle_ctx {
-    _Atomic int state;          /* 0 free, 1 installed, 2 returned false */
+    _Atomic int state; /* 0 free, 1 installed, 2 returned false */
     _Atomic uint32_t runs;
-    uint32_t keep_for;          /* returns true this many times */
+    uint32_t keep_for; /* returns true this many times */
 } idle_ctx;
 static idle_ctx idle_ctxs[IDLE_CTXS];
 
@@ -420,10 +428,10 @@ static const char *const end_names[] = { "quit_safely", "quit", "unref" };
 
 typedef struct epoch_state {
     dq_queue *q;
-    _Atomic bool stop_posting;      /* producers and barrier threads stop */
-    _Atomic bool stop_barriers;     /* barrier threads stop (before quit_safely) */
-    _Atomic bool stop_users;        /* removers and cancellers stop */
-    _Atomic bool stop_consumer;     /* END_UNREF: consumer leaves */
+    _Atomic bool stop_posting;  /* producers and barrier threads stop */
+    _Atomic bool stop_barriers; /* barrier threads stop (before quit_safely) */
+    _Atomic bool stop_users;    /* removers and cancellers stop */
+    _Atomic bool stop_consumer; /* END_UNREF: consumer leaves */
     enum end_mode mode;
     bool use_loop;
     uint64_t index;
@@ -433,13 +441,13 @@ static epoch_state ep;
 
 typedef struct worker {
     pthread_t thread;
-    int index;                      /* slot for producers/barrier threads */
+    int index; /* slot for producers/barrier threads */
     uint64_t rng;
-    dq_queue *q;                    /* this thread's own reference */
-    void *(*fn)(void *);            /* this epoch's role; it drops q */
-    bool running;                   /* a thread is serving this worker */
-    bool leave;                     /* its thread is to exit once idle */
-    uint64_t go, done;              /* epochs handed over / finished (workers_lock) */
+    dq_queue *q;         /* this thread's own reference */
+    void *(*fn)(void *); /* this epoch's role; it drops q */
+    bool running;        /* a thread is serving this worker */
+    bool leave;          /* its thread is to exit once idle */
+    uint64_t go, done;   /* epochs handed over / finished (workers_lock) */
 } worker;
 
 static rec *slot_take(int s)
@@ -466,7 +474,8 @@ static void post_result(rec *r, int err, dq_token tok, const char *what)
         atomic_fetch_or_explicit(&r->flags, R_ACCEPTED, memory_order_acq_rel);
         atomic_fetch_add_explicit(&n_accepted, 1, memory_order_relaxed);
     } else {
-        uint32_t old = atomic_fetch_or_explicit(&r->flags, R_REJECTED, memory_order_acq_rel);
+        uint32_t old =
+            atomic_fetch_or_explicit(&r->flags, R_REJECTED, memory_order_acq_rel);
         if (old & (R_DELIVERED | R_DISCARDED))
             violation("%s returned %d but the message was %s", what, err,
                       (old & R_DELIVERED) ? "delivered" : "discarded");
@@ -515,9 +524,10 @@ static void *producer_main(void *arg)
             r->pseq = ++pseq[cls];
             atomic_fetch_or_explicit(&r->flags, R_PROTECTED, memory_order_relaxed);
             err = dq_post_at(q, &m, when, &tok);
-            atomic_store_explicit(&r->done_ticket,
-                                  atomic_fetch_add_explicit(&ticket, 1, memory_order_acq_rel),
-                                  memory_order_relaxed);
+            atomic_store_explicit(
+                &r->done_ticket,
+                atomic_fetch_add_explicit(&ticket, 1, memory_order_acq_rel),
+                memory_order_relaxed);
             post_result(r, err, tok, "dq_post_at");
             continue;
         }
@@ -536,13 +546,17 @@ static void *producer_main(void *arg)
         }
         const char *what;
         switch (kind) {
-        case 4: case 5: case 6:
+        case 4:
+        case 5:
+        case 6:
             r->when_lo = now;
             err = dq_post(q, &m, &tok);
             atomic_store_explicit(&r->when_hi, dq_now(), memory_order_relaxed);
             what = "dq_post";
             break;
-        case 7: case 8: case 9:
+        case 7:
+        case 8:
+        case 9:
             r->when_lo = dq_when_after(now, delay);
             err = dq_post_delayed(q, &m, delay, &tok);
             atomic_store_explicit(&r->when_hi, dq_when_after(dq_now(), delay),
@@ -550,7 +564,7 @@ static void *producer_main(void *arg)
             what = "dq_post_delayed";
             break;
         case 10:
-            r->when_lo = INT64_MAX;                /* far future */
+            r->when_lo = INT64_MAX; /* far future */
             if (rng_below(&w->rng, 2))
                 err = dq_post_at(q, &m, INT64_MAX, &tok);
             else
@@ -591,7 +605,8 @@ static rec *random_rec(uint64_t *rng, int nslots)
     if (n == 0)
         return NULL;
     /* mostly recent ones: those are still pending */
-    uint32_t back = rng_below(rng, 4) ? rng_below(rng, n < 64 ? n : 64) : rng_below(rng, n);
+    uint32_t back =
+        rng_below(rng, 4) ? rng_below(rng, n < 64 ? n : 64) : rng_below(rng, n);
     return &slots[s].recs[n - 1 - back];
 }
 
@@ -720,7 +735,8 @@ static void *barrier_main(void *arg)
             sleep_ns(1000000);
             continue;
         }
-        dq_msg m = { .target = &targets[0], .what = 100,
+        dq_msg m = { .target = &targets[0],
+                     .what = 100,
                      .arg1 = (int32_t)(tag << 16 | (uint32_t)s) };
         dq_token tok;
         atomic_fetch_or(&held->flags, R_HELD);
@@ -754,7 +770,8 @@ static void *barrier_main(void *arg)
         if (err == 0) {
             err = dq_remove_sync_barrier(q, b);
             if (err != -ENOENT)
-                violation("second dq_remove_sync_barrier returned %d, not -ENOENT", err);
+                violation("second dq_remove_sync_barrier returned %d, not -ENOENT",
+                          err);
         }
     }
     dq_unref(q);
@@ -778,12 +795,12 @@ static void *barrier_main(void *arg)
 static _Atomic int64_t consumer_call_since;
 
 typedef struct probe {
-    _Atomic int64_t posted_at;      /* real_now() after the post; 0: none */
+    _Atomic int64_t posted_at; /* real_now() after the post; 0: none */
     _Atomic(rec *) r;
     const char *_Atomic way;
 } probe;
 static probe probes[MAX_SLOTS];
-static _Atomic uint64_t n_probes;   /* probes posted deliverable */
+static _Atomic uint64_t n_probes; /* probes posted deliverable */
 /* per barrier thread: a dq_now() reading no later than its standing
    barrier's due, INT64_MAX when it has none up */
 static _Atomic int64_t barrier_floor[MAX_SLOTS];
@@ -796,7 +813,8 @@ static _Atomic pid_t consumer_tid;
 static char consumer_thread_state(void)
 {
     char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)atomic_load(&consumer_tid));
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat",
+             (int)atomic_load(&consumer_tid));
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return '?';
@@ -855,7 +873,8 @@ static void *liveness_barrier_main(void *arg)
     uint32_t tag = atomic_load(&epoch_tag) & 0xffff;
     int64_t bound = (int64_t)cfg.liveness_bound_ms * 1000000;
     static const char *const ways[] = {
-        "dq_post_at_front", "dq_post_at an earlier when",
+        "dq_post_at_front",
+        "dq_post_at an earlier when",
         "dq_post_at the clock read before the barrier post",
     };
     while (!atomic_load_explicit(&ep.stop_posting, memory_order_relaxed) &&
@@ -865,7 +884,7 @@ static void *liveness_barrier_main(void *arg)
         int64_t before = dq_now();
         atomic_store(&barrier_floor[s], before);
         while (dq_now() <= before)
-            ;               /* our barrier's due is strictly later */
+            ; /* our barrier's due is strictly later */
         dq_token b;
         int err = dq_post_sync_barrier(q, &b);
         count_ops(1);
@@ -879,18 +898,22 @@ static void *liveness_barrier_main(void *arg)
         sleep_ns(500000 + rng_below(&w->rng, 2000000));
         rec *r = slot_take(s);
         uint32_t way = rng_below(&w->rng, 3);
-        int64_t when = way == 0 ? 0 : way == 1 ? before - 1 - rng_below(&w->rng, 1000) : before;
+        int64_t when = way == 0   ? 0
+                       : way == 1 ? before - 1 - rng_below(&w->rng, 1000)
+                                  : before;
         if (when < 0)
             when = 0;
         if (r != NULL) {
-            dq_msg m = { .target = &target_prot, .what = 101,
+            dq_msg m = { .target = &target_prot,
+                         .what = 101,
                          .arg1 = (int32_t)(tag << 16 | (uint32_t)s),
                          .arg2 = (int32_t)(r - slots[s].recs) };
             dq_token tok;
             r->when_lo = when;
             atomic_store_explicit(&r->when_hi, when, memory_order_relaxed);
             bool deliverable = way == 0 || before_other_barriers(s, when);
-            err = way == 0 ? dq_post_at_front(q, &m, &tok) : dq_post_at(q, &m, when, &tok);
+            err = way == 0 ? dq_post_at_front(q, &m, &tok)
+                           : dq_post_at(q, &m, when, &tok);
             post_result(r, err, tok, ways[way]);
             if (err == 0 && deliverable) {
                 atomic_store(&probes[s].r, r);
@@ -899,8 +922,9 @@ static void *liveness_barrier_main(void *arg)
                 atomic_fetch_add(&n_probes, 1);
                 int64_t give_up = real_now() + 3 * bound;
                 while (!(atomic_load(&r->flags) & (R_DELIVERED | R_DISCARDED)) &&
-                       !atomic_load(&ep.stop_posting) && !atomic_load(&ep.stop_barriers) &&
-                       !atomic_load(&run_stop) && real_now() < give_up)
+                       !atomic_load(&ep.stop_posting) &&
+                       !atomic_load(&ep.stop_barriers) && !atomic_load(&run_stop) &&
+                       real_now() < give_up)
                     sleep_ns(100000);
                 atomic_store(&probes[s].posted_at, 0);
             }
@@ -964,8 +988,8 @@ static void *consumer_main(void *arg)
         int err;
         atomic_store(&consumer_call_since, real_now());
         if (ep.mode == END_UNREF)
-            err = dq_next_until(q, &out, dq_now() + (scenario == SC_LIVENESS
-                                                         ? 200000000 : 2000000));
+            err = dq_next_until(
+                q, &out, dq_now() + (scenario == SC_LIVENESS ? 200000000 : 2000000));
         else if (scenario != SC_LIVENESS && rng_below(&w->rng, 8) == 0)
             err = dq_try_next(q, &out);
         else
@@ -996,7 +1020,7 @@ static void *consumer_main(void *arg)
 
 static int64_t epoch_length_ns(void)
 {
-    double ms = cfg.duration * 1000 / 8;   /* at least a few epochs */
+    double ms = cfg.duration * 1000 / 8; /* at least a few epochs */
     if (scenario == SC_CHURN)
         ms = 20;
     if (ms < 50)
@@ -1015,7 +1039,7 @@ static int64_t epoch_length_ns(void)
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t workers_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t thread_starts;
-static worker *workers;             /* every epoch's, in role order */
+static worker *workers; /* every epoch's, in role order */
 static int n_workers;
 
 static void *worker_loop(void *arg)
@@ -1042,8 +1066,8 @@ static void *worker_loop(void *arg)
 
 static bool churn_threads(void)
 {
-    return cfg.thread_churn && (cfg.max_thread_starts == 0 ||
-                                thread_starts < cfg.max_thread_starts);
+    return cfg.thread_churn &&
+           (cfg.max_thread_starts == 0 || thread_starts < cfg.max_thread_starts);
 }
 
 static void start(worker *w, void *(*fn)(void *), int index, uint64_t *rng, dq_queue *q)
@@ -1108,8 +1132,8 @@ static void account_epoch(uint64_t index, int64_t quit_at)
             bool fin = (f & (R_DELIVERED | R_DISCARDED)) != 0;
             if ((f & R_ACCEPTED) && !fin)
                 violation("epoch %" PRIu64 " (%s): accepted message slot %d #%u "
-                          "neither delivered nor discarded", index,
-                          end_names[ep.mode], s, i);
+                          "neither delivered nor discarded",
+                          index, end_names[ep.mode], s, i);
             if (!(f & (R_ACCEPTED | R_REJECTED)))
                 violation("epoch %" PRIu64 ": message slot %d #%u: post never returned",
                           index, s, i);
@@ -1129,7 +1153,8 @@ static void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     memset(&ep, 0, sizeof ep);
     ep.index = index;
     ep.mode = (enum end_mode)rng_below(rng, 3);
-    ep.use_loop = ep.mode != END_UNREF && scenario != SC_LIVENESS && rng_below(rng, 4) == 0;
+    ep.use_loop =
+        ep.mode != END_UNREF && scenario != SC_LIVENESS && rng_below(rng, 4) == 0;
     atomic_fetch_add(&epoch_tag, 1);
     for (int s = 0; s < n_slots; s++)
         atomic_store(&slots[s].count, 0);
@@ -1252,7 +1277,8 @@ static void pool_sample(struct dq_pool_stats *ps)
                   "ever posts (%" PRIu64 "): grace periods are not ending",
                   ps->nodes_limbo, limbo_bound());
     if (ps->reserved_bytes > pool_reserved_bound())
-        violation("memory: the pool reserved %" PRIu64 " KiB, more than the workload can "
+        violation("memory: the pool reserved %" PRIu64
+                  " KiB, more than the workload can "
                   "ever hold (%" PRIu64 " KiB): nodes are not coming back",
                   ps->reserved_bytes / 1024, pool_reserved_bound() / 1024);
 }
@@ -1264,14 +1290,15 @@ static void pool_check_epoch_end(uint64_t index)
     struct dq_pool_stats ps;
     pool_sample(&ps);
     if (ps.queues != 0 || ps.nodes_in_use != 0 || ps.nodes_limbo != 0)
-        violation("memory: after epoch %" PRIu64 " (%s) tore its queue down, %" PRIu64
-                  " nodes are still in use and %" PRIu64 " in limbo (%" PRIu64 " queues "
-                  "live): nodes are leaking", index, end_names[ep.mode], ps.nodes_in_use,
-                  ps.nodes_limbo, ps.queues);
+        violation(
+            "memory: after epoch %" PRIu64 " (%s) tore its queue down, %" PRIu64
+            " nodes are still in use and %" PRIu64 " in limbo (%" PRIu64 " queues "
+            "live): nodes are leaking",
+            index, end_names[ep.mode], ps.nodes_in_use, ps.nodes_limbo, ps.queues);
 }
 static int n_samples;
 static long rss_start, rss_base;
-static long rss_bound_base;   /* --rss-bound-after's base (progress thread) */
+static long rss_bound_base; /* --rss-bound-after's base (progress thread) */
 static _Atomic long rss_peak;
 
 static void note_rss(long rss)
@@ -1282,7 +1309,7 @@ static void note_rss(long rss)
 }
 static _Atomic bool progress_done;
 static int64_t run_start;
-static _Atomic int64_t last_epoch_end;   /* real_now() when an epoch last ended */
+static _Atomic int64_t last_epoch_end; /* real_now() when an epoch last ended */
 static _Atomic uint64_t epochs_done;
 static int64_t hang_limit_ns;
 
@@ -1296,7 +1323,8 @@ static void watchdog_check(int64_t now)
     if (since <= hang_limit_ns)
         return;
     violation("epoch %" PRIu64 " has not ended after %.1f s: hang (deadlock, lost "
-              "wake-up or a cycle)", atomic_load(&epochs_done), (double)since / 1e9);
+              "wake-up or a cycle)",
+              atomic_load(&epochs_done), (double)since / 1e9);
     char *j = summary_json((double)(now - run_start) / 1e9, rss_kb(), false);
     printf("%s\n", j);
     fflush(stdout);
@@ -1336,21 +1364,25 @@ static void *progress_main(void *arg)
             if (rss_bound_base == 0)
                 rss_bound_base = rss;
             else if (rss > 2 * rss_bound_base)
-                violation("resident memory grew from %ld kB at %.0f s to %ld kB at %.0f s "
-                          "(more than twice)", rss_bound_base, cfg.rss_bound_after, rss, at);
+                violation(
+                    "resident memory grew from %ld kB at %.0f s to %ld kB at %.0f s "
+                    "(more than twice)",
+                    rss_bound_base, cfg.rss_bound_after, rss, at);
         }
         struct dq_pool_stats ps;
         pool_sample(&ps);
         double el = (double)(now - run_start) / 1e9;
         if (n_samples < MAX_SAMPLES) {
             sample_t[n_samples] = el;
-            sample_rate[n_samples] = (double)(ops - last_ops) / ((double)(now - last_t) / 1e9);
+            sample_rate[n_samples] =
+                (double)(ops - last_ops) / ((double)(now - last_t) / 1e9);
             sample_pool[n_samples] = ps;
             n_samples++;
         }
         last_ops = ops;
         last_t = now;
-        fprintf(stderr, "progress elapsed=%.1f ops=%" PRIu64 " delivered=%" PRIu64
+        fprintf(stderr,
+                "progress elapsed=%.1f ops=%" PRIu64 " delivered=%" PRIu64
                 " discarded=%" PRIu64 " violations=%" PRIu64 " rss_kb=%ld"
                 " pool_reserved_kb=%" PRIu64 " nodes_in_use=%" PRIu64
                 " nodes_limbo=%" PRIu64 " nodes_cached=%" PRIu64 "\n",
@@ -1386,7 +1418,8 @@ static char *summary_json(double duration, long rss_end, bool pass)
     char rep[2048], atom[128];
     json_escape(rep, sizeof rep, repro);
     json_escape(atom, sizeof atom, dq_atomics());
-    size_t o = (size_t)snprintf(j, cap,
+    size_t o = (size_t)snprintf(
+        j, cap,
         "{\"binary\":\"dq_stress\",\"atomics\":\"%s\",\"seed\":%" PRIu64
         ",\"duration_s\":%.3f,\"ops\":%" PRIu64 ",\"accepted\":%" PRIu64
         ",\"delivered\":%" PRIu64 ",\"discarded\":%" PRIu64 ",\"violations\":%" PRIu64
@@ -1396,8 +1429,9 @@ static char *summary_json(double duration, long rss_end, bool pass)
         ",\"pool_peak_in_use\":%" PRIu64 ",\"pool_peak_limbo\":%" PRIu64
         ",\"thread_starts\":%" PRIu64 ",\"throughput\":[",
         atom, cfg.seed, duration, atomic_load(&n_ops), atomic_load(&n_accepted),
-        atomic_load(&n_delivered), atomic_load(&n_discarded), atomic_load(&n_violations),
-        atomic_load(&n_probes), rss_start, rss_end, atomic_load(&rss_peak),
+        atomic_load(&n_delivered), atomic_load(&n_discarded),
+        atomic_load(&n_violations), atomic_load(&n_probes), rss_start, rss_end,
+        atomic_load(&rss_peak),
         emulated ? "off: emulated, resident memory is the emulator's" : "native",
         pool_peak_reserved / 1024, pool_peak_in_use, pool_peak_limbo, thread_starts);
     for (int i = 0; i < n_samples; i++)
@@ -1407,11 +1441,11 @@ static char *summary_json(double duration, long rss_end, bool pass)
        limbo, cached] */
     o += (size_t)snprintf(j + o, cap - o, "],\"pool\":[");
     for (int i = 0; i < n_samples; i++)
-        o += (size_t)snprintf(j + o, cap - o,
-                              "%s[%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
-                              i ? "," : "", sample_t[i], sample_pool[i].reserved_bytes / 1024,
-                              sample_pool[i].nodes_in_use, sample_pool[i].nodes_limbo,
-                              sample_pool[i].nodes_cached);
+        o += (size_t)snprintf(
+            j + o, cap - o, "%s[%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+            i ? "," : "", sample_t[i], sample_pool[i].reserved_bytes / 1024,
+            sample_pool[i].nodes_in_use, sample_pool[i].nodes_limbo,
+            sample_pool[i].nodes_cached);
     snprintf(j + o, cap - o, "],\"repro\":\"%s\",\"result\":\"%s\"}", rep,
              pass ? "pass" : "fail");
     return j;
@@ -1428,7 +1462,8 @@ static void usage(const char *why)
             "                 [--progress-interval=SECONDS] [--scenario=NAME]\n"
             "                 [--liveness-bound-ms=N] [--thread-churn=0|1]\n"
             "                 [--max-thread-starts=N] [--rss-bound-after=SECONDS]\n"
-            "scenarios: mixed (default), churn, order, barrier, liveness\n", why);
+            "scenarios: mixed (default), churn, order, barrier, liveness\n",
+            why);
     exit(2);
 }
 
@@ -1521,7 +1556,7 @@ static void parse_args(int argc, char **argv)
     if (cfg.producers < 1)
         usage("--producers must be at least 1");
     if ((scenario == SC_BARRIER || scenario == SC_LIVENESS) && cfg.barriers < 2)
-        cfg.barriers = 2;               /* barriers racing each other */
+        cfg.barriers = 2; /* barriers racing each other */
     if (cfg.liveness_bound_ms < 1)
         usage("--liveness-bound-ms must be at least 1");
     if (cfg.max_thread_starts == UINT64_MAX)
@@ -1531,10 +1566,9 @@ static void parse_args(int argc, char **argv)
              "--cancellers=%d --barriers=%d --progress-interval=%g --scenario=%s "
              "--liveness-bound-ms=%d --thread-churn=%d --max-thread-starts=%" PRIu64
              " --rss-bound-after=%g",
-             argv0, cfg.duration, cfg.seed, cfg.producers, cfg.removers,
-             cfg.cancellers, cfg.barriers, cfg.progress_interval, cfg.scenario,
-             cfg.liveness_bound_ms, cfg.thread_churn, cfg.max_thread_starts,
-             cfg.rss_bound_after);
+             argv0, cfg.duration, cfg.seed, cfg.producers, cfg.removers, cfg.cancellers,
+             cfg.barriers, cfg.progress_interval, cfg.scenario, cfg.liveness_bound_ms,
+             cfg.thread_churn, cfg.max_thread_starts, cfg.rss_bound_after);
 }
 
 int main(int argc, char **argv)
@@ -1577,7 +1611,7 @@ int main(int argc, char **argv)
     int64_t epoch_ns = epoch_length_ns();
     int64_t deadline = run_start + (int64_t)(cfg.duration * 1e9);
 #ifdef DQ_STRESS_SANITIZED
-    const long rss_slack_kb = 512 * 1024;   /* sanitizer quarantine, shadow */
+    const long rss_slack_kb = 512 * 1024; /* sanitizer quarantine, shadow */
 #else
     const long rss_slack_kb = 96 * 1024;
 #endif
@@ -1595,7 +1629,8 @@ int main(int argc, char **argv)
             rss_base = rss;
         else if (rss_checked && index > 1 && rss > rss_base * 2 + rss_slack_kb)
             violation("resident memory grew from %ld kB to %ld kB over %" PRIu64
-                      " epochs", rss_base, rss, index - 1);
+                      " epochs",
+                      rss_base, rss, index - 1);
         index++;
     } while (real_now() < deadline && !atomic_load(&run_stop));
 
@@ -1606,14 +1641,15 @@ int main(int argc, char **argv)
     long rss_end = rss_kb();
     note_rss(rss_end);
     if (atomic_load(&n_violations) == 0 &&
-        atomic_load(&n_accepted) != atomic_load(&n_delivered) + atomic_load(&n_discarded))
+        atomic_load(&n_accepted) !=
+            atomic_load(&n_delivered) + atomic_load(&n_discarded))
         violation("accepted %" PRIu64 " != delivered %" PRIu64 " + discarded %" PRIu64,
                   atomic_load(&n_accepted), atomic_load(&n_delivered),
                   atomic_load(&n_discarded));
     bool pass = atomic_load(&n_violations) == 0;
     char *j = summary_json(duration, rss_end, pass);
-    fprintf(stderr, "dq_stress: %" PRIu64 " epochs, %" PRIu64 " liveness probes, %s\n", index,
-            atomic_load(&n_probes), pass ? "pass" : "FAIL");
+    fprintf(stderr, "dq_stress: %" PRIu64 " epochs, %" PRIu64 " liveness probes, %s\n",
+            index, atomic_load(&n_probes), pass ? "pass" : "FAIL");
     printf("%s\n", j);
     fflush(stdout);
     if (cfg.json_path != NULL) {

@@ -46,7 +46,7 @@
 
 #include "stress_util.h"
 
-#define MAX_PRODUCERS 64
+#define MAX_PRODUCERS  64
 /* A run that has not drained this long after its producers stopped has
    lost a wake-up or a hang-up. */
 #define DRAIN_BOUND_NS (INT64_C(60) * 1000000000)
@@ -88,7 +88,7 @@ static uint8_t byte_at(int producer, uint32_t generation, uint64_t offset)
 typedef struct pipe_reader {
     int producer;
     uint32_t generation;
-    uint64_t offset;           /* bytes read so far */
+    uint64_t offset; /* bytes read so far */
 } pipe_reader;
 
 typedef struct producer {
@@ -96,17 +96,17 @@ typedef struct producer {
     pthread_t thread;
     uint64_t rng;
     dq_queue *q;
-    int wfd;                   /* write end of the current pipe */
+    int wfd; /* write end of the current pipe */
     uint32_t generation;
-    uint64_t offset;           /* bytes written to the current pipe */
+    uint64_t offset; /* bytes written to the current pipe */
     /* totals over every pipe and message of this producer */
     uint64_t bytes_written;
     _Atomic uint64_t bytes_read;
-    _Atomic uint64_t pipes_closed;   /* hang-ups seen by the consumer */
+    _Atomic uint64_t pipes_closed; /* hang-ups seen by the consumer */
     uint64_t pipes_opened;
     uint64_t accepted;
     _Atomic uint64_t delivered, discarded;
-    int32_t last_delivered;    /* consumer only: post order check */
+    int32_t last_delivered; /* consumer only: post order check */
 } producer;
 
 static producer producers[MAX_PRODUCERS];
@@ -127,8 +127,10 @@ static uint32_t on_pipe(int fd, uint32_t events, void *ctx)
     ssize_t n;
     while ((n = read(fd, buf, sizeof(buf))) > 0) {
         for (ssize_t i = 0; i < n; i++)
-            if (buf[i] != byte_at(r->producer, r->generation, r->offset + (uint64_t)i)) {
-                violation("producer %d pipe %" PRIu32 ": byte %" PRIu64 " is %u, not %u",
+            if (buf[i] !=
+                byte_at(r->producer, r->generation, r->offset + (uint64_t)i)) {
+                violation("producer %d pipe %" PRIu32 ": byte %" PRIu64
+                          " is %u, not %u",
                           r->producer, r->generation, r->offset + (uint64_t)i, buf[i],
                           byte_at(r->producer, r->generation, r->offset + (uint64_t)i));
                 break;
@@ -288,8 +290,9 @@ static void *producer_main(void *arg)
 
 static void usage(const char *why)
 {
-    fprintf(stderr, "dq_stress_fd: %s\n"
-                    "usage: dq_stress_fd [--duration=SECONDS] [--seed=N] [--producers=N]\n",
+    fprintf(stderr,
+            "dq_stress_fd: %s\n"
+            "usage: dq_stress_fd [--duration=SECONDS] [--seed=N] [--producers=N]\n",
             why);
     exit(2);
 }
@@ -352,8 +355,9 @@ int main(int argc, char **argv)
         bool done = atomic_load(&open_readers) == 0;
         for (int i = 0; i < n_producers; i++) {
             producer *p = &producers[i];
-            done &= atomic_load(&p->pipes_closed) == p->pipes_opened &&
-                    atomic_load(&p->delivered) + atomic_load(&p->discarded) == p->accepted;
+            done &=
+                atomic_load(&p->pipes_closed) == p->pipes_opened &&
+                atomic_load(&p->delivered) + atomic_load(&p->discarded) == p->accepted;
         }
         if (done)
             break;
@@ -377,7 +381,8 @@ int main(int argc, char **argv)
         uint64_t d = atomic_load(&p->delivered), x = atomic_load(&p->discarded);
         if (d + x != p->accepted)
             violation("producer %d: accepted %" PRIu64 " != delivered %" PRIu64
-                      " + discarded %" PRIu64, i, p->accepted, d, x);
+                      " + discarded %" PRIu64,
+                      i, p->accepted, d, x);
         bytes += got;
         messages += p->accepted;
         pipes += p->pipes_opened;

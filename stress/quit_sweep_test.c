@@ -46,7 +46,7 @@ extern void *__libc_realloc(void *p, size_t n);
 void *realloc(void *p, size_t n)
 {
     if (tl_consumer && atomic_exchange(&armed, 0)) {
-        atomic_store(&stage, 1);          /* stalled inside the sweep */
+        atomic_store(&stage, 1); /* stalled inside the sweep */
         while (atomic_load(&stage) != 2)
             nap_ms(1);
     }
@@ -115,9 +115,9 @@ static int run(int with_barrier)
     pthread_join(c, NULL);
     dq_unref(q);
     printf("quit_sweep_test: case %d: post %d; try_next %d (arg1 %d), then %d; "
-           "discarded: front %d, other %d\n", with_barrier + 1, err, rc1,
-           rc1 == 0 ? got.arg1 : 0, rc2, atomic_load(&discarded_front),
-           atomic_load(&discarded_future));
+           "discarded: front %d, other %d\n",
+           with_barrier + 1, err, rc1, rc1 == 0 ? got.arg1 : 0, rc2,
+           atomic_load(&discarded_front), atomic_load(&discarded_future));
     if (err != 0) {
         printf("quit_sweep_test: FAIL: the front post was refused\n");
         return 1;
@@ -140,7 +140,8 @@ static int run(int with_barrier)
 int main(void)
 {
 #ifdef DQ_STRESS_SANITIZED
-    printf("quit_sweep_test: skipped (needs to interpose realloc; plain builds only)\n");
+    printf(
+        "quit_sweep_test: skipped (needs to interpose realloc; plain builds only)\n");
     return 0;
 #else
     int bad = 0;

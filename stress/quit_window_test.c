@@ -122,8 +122,10 @@ static int release_kept(void)
         const unsigned char *b = kept[i];
         for (size_t j = 0; j < kept_size[i]; j++)
             if (b[j] != 0xdd) {
-                fprintf(stderr, "quit_window_test: block %p (%zu bytes) written at +%zu "
-                        "after it was freed\n", kept[i], kept_size[i], j);
+                fprintf(stderr,
+                        "quit_window_test: block %p (%zu bytes) written at +%zu "
+                        "after it was freed\n",
+                        kept[i], kept_size[i], j);
                 bad++;
                 break;
             }
@@ -135,7 +137,10 @@ static int release_kept(void)
 }
 #else
 static _Atomic bool keep_frees;
-static int release_kept(void) { return 0; }
+static int release_kept(void)
+{
+    return 0;
+}
 #endif
 
 /* ---- the scenario -------------------------------------------------------------- */

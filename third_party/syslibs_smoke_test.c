@@ -15,7 +15,8 @@ struct item {
 
 CK_STACK_CONTAINER(struct item, ck_link, item_from_ck)
 
-Test(syslibs, ck_atomics_and_stack) {
+Test(syslibs, ck_atomics_and_stack)
+{
     unsigned int counter = 0;
     ck_pr_inc_uint(&counter);
     ck_pr_add_uint(&counter, 41);
@@ -23,7 +24,7 @@ Test(syslibs, ck_atomics_and_stack) {
 
     /* ck_stack_t must be 16-byte aligned for the _mpmc ops on aarch64. */
     static ck_stack_t stack __attribute__((aligned(16))) = CK_STACK_INITIALIZER;
-    struct item a = {.value = 1}, b = {.value = 2};
+    struct item a = { .value = 1 }, b = { .value = 2 };
     ck_stack_push_mpmc(&stack, &a.ck_link);
     ck_stack_push_mpmc(&stack, &b.ck_link);
 #ifdef CK_F_STACK_POP_MPMC
@@ -38,11 +39,12 @@ Test(syslibs, ck_atomics_and_stack) {
 #endif
 }
 
-Test(syslibs, urcu_lfstack) {
+Test(syslibs, urcu_lfstack)
+{
     rcu_register_thread();
     struct cds_lfs_stack stack;
     cds_lfs_init(&stack);
-    struct item a = {.value = 7};
+    struct item a = { .value = 7 };
     cds_lfs_node_init(&a.urcu_link);
     cds_lfs_push(&stack, &a.urcu_link);
     rcu_read_lock();
@@ -54,6 +56,7 @@ Test(syslibs, urcu_lfstack) {
     cds_lfs_destroy(&stack);
 }
 
-Test(syslibs, word_size) {
+Test(syslibs, word_size)
+{
     cr_assert_eq(sizeof(void *), 8);
 }

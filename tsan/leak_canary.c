@@ -5,7 +5,8 @@
 
 static void *volatile sink;
 
-int main(void) {
+int main(void)
+{
     sink = malloc(4096);
     sink = NULL; /* the bug: the block is unreachable now */
     printf("leak_canary: exiting (no report means LSan is off)\n");

@@ -7,11 +7,13 @@
 
 static _Atomic long word;
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     (void)argv;
     long expected = 0;
     /* seq_cst: the strongest order; only the instruction choice matters. */
-    if (!atomic_compare_exchange_strong(&word, &expected, (long)argc)) return 3;
+    if (!atomic_compare_exchange_strong(&word, &expected, (long)argc))
+        return 3;
     printf("lse_cas: word=%ld\n", atomic_load(&word));
     return atomic_load(&word) == argc ? 0 : 4;
 }

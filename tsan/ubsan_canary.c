@@ -3,7 +3,8 @@
 #include <limits.h>
 #include <stdio.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     (void)argv;
     int big = INT_MAX - 1 + argc; /* INT_MAX when run without arguments */
     int wrapped = big + 1;        /* the bug */

@@ -60,9 +60,9 @@ extern int __aarch64_cas4_acq_rel(int expected, int desired, int *ptr);
 /* ---- the holder and its field (the article's AtomicReference) ---- */
 
 typedef struct holder {
-    int64_t other;         /* so the field is not at offset 0 */
-    _Atomic int flag;      /* direct, checked, proven */
-    int plain_flag;        /* ck and outline (they take a plain int *) */
+    int64_t other;    /* so the field is not at offset 0 */
+    _Atomic int flag; /* direct, checked, proven */
+    int plain_flag;   /* ck and outline (they take a plain int *) */
 } holder;
 
 /* ---- the field updater (the article's AtomicReferenceFieldUpdater) ---- */
@@ -72,14 +72,14 @@ typedef struct type_desc {
     size_t size;
 } type_desc;
 
-static const type_desc holder_type = {"holder", sizeof(holder)};
-static const type_desc int_type = {"int", sizeof(int)};
+static const type_desc holder_type = { "holder", sizeof(holder) };
+static const type_desc int_type = { "int", sizeof(int) };
 
 typedef struct int_field_updater {
-    const type_desc *owner;  /* type the field belongs to */
-    const type_desc *field;  /* type of the field */
-    size_t offset;           /* of the field in owner */
-    size_t align;            /* required alignment of the field */
+    const type_desc *owner; /* type the field belongs to */
+    const type_desc *field; /* type of the field */
+    size_t offset;          /* of the field in owner */
+    size_t align;           /* required alignment of the field */
     bool (*cas)(_Atomic int *field, int expected, int desired);
 } int_field_updater;
 
@@ -90,8 +90,7 @@ static bool cas_int_seq_cst(_Atomic int *field, int expected, int desired)
 }
 
 static const int_field_updater flag_updater = {
-    &holder_type, &int_type, offsetof(holder, flag), _Alignof(int),
-    cas_int_seq_cst,
+    &holder_type, &int_type, offsetof(holder, flag), _Alignof(int), cas_int_seq_cst,
 };
 
 static unsigned long updater_check_failures;
@@ -103,9 +102,9 @@ static inline __attribute__((always_inline)) bool
 updater_cas(const int_field_updater *u, void *obj, const type_desc *obj_type,
             int expected, int desired)
 {
-    if (u == NULL || obj == NULL || obj_type != u->owner ||
-        u->field != &int_type || u->field->size != sizeof(int) ||
-        u->offset > u->owner->size - u->field->size || u->align == 0) {
+    if (u == NULL || obj == NULL || obj_type != u->owner || u->field != &int_type ||
+        u->field->size != sizeof(int) || u->offset > u->owner->size - u->field->size ||
+        u->align == 0) {
         updater_check_failures++;
         return false;
     }
@@ -184,24 +183,23 @@ static NOINLINE unsigned long pairs_proven(holder *h, unsigned long pairs)
 
 typedef struct form {
     const char *name;
-    pair_fn *fn;       /* NULL: not available on this target */
-    const char *why;   /* why not */
+    pair_fn *fn;     /* NULL: not available on this target */
+    const char *why; /* why not */
 } form;
 
 static const form forms[] = {
-    {"direct", pairs_direct, NULL},
+    { "direct", pairs_direct, NULL },
 #if DQ_BENCH_HAVE_CK
-    {"ck", pairs_ck, NULL},
+    { "ck", pairs_ck, NULL },
 #else
     {"ck", NULL, "built without Concurrency Kit"},
 #endif
 #if defined(__aarch64__)
-    {"outline", pairs_outline, NULL},
+    { "outline", pairs_outline, NULL },
 #else
     {"outline", NULL, "no outline helpers on this target"},
 #endif
-    {"checked", pairs_checked, NULL},
-    {"proven", pairs_proven, NULL},
+    { "checked", pairs_checked, NULL }, { "proven", pairs_proven, NULL },
 };
 #define NFORMS (sizeof(forms) / sizeof(forms[0]))
 
@@ -254,8 +252,10 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--wall") == 0)
             bench_clock = CLOCK_MONOTONIC;
         else {
-            fprintf(stderr, "usage: %s [--pairs=N] [--reps=R] [--form=NAME] "
-                            "[--quiet] [--wall]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--pairs=N] [--reps=R] [--form=NAME] "
+                    "[--quiet] [--wall]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -266,30 +266,29 @@ int main(int argc, char **argv)
 
     static holder h; /* static: zeroed, aligned, not on a shared line */
     int failed = 0;
-    double median[NFORMS] = {0};
+    double median[NFORMS] = { 0 };
     bool found = only == NULL;
 
     if (!quiet) {
         printf("cas_pairs: compare-and-set pairs (false->true, true->false), "
-               "one thread, %s\n", target_name());
+               "one thread, %s\n",
+               target_name());
         printf("%lu pairs per repetition, median of %d repetitions "
                "(interleaved across forms), %s time\n",
-               pairs, reps,
-               bench_clock == CLOCK_MONOTONIC ? "wall" : "thread CPU");
+               pairs, reps, bench_clock == CLOCK_MONOTONIC ? "wall" : "thread CPU");
 #if defined(__aarch64__)
         printf("NOTE: on arm64 these times come from whatever runs this "
                "binary; under qemu-user they are emulation times, NOT "
                "hardware times.\nFor arm64 report executed guest instructions "
                "per pair instead (bench/cas/count_insns.sh).\n");
 #endif
-        printf("%-8s %12s %12s %10s\n", "form", "ns/pair", "min ns/pair",
-               "vs direct");
+        printf("%-8s %12s %12s %10s\n", "form", "ns/pair", "min ns/pair", "vs direct");
     }
     /* Repetitions are interleaved across forms (rep 1 of every form, then
        rep 2, ...), so that load from other processes drifting over the run
        hits every form alike. */
     static double t[NFORMS][101];
-    bool run[NFORMS] = {false};
+    bool run[NFORMS] = { false };
     for (size_t f = 0; f < NFORMS; f++) {
         if (only != NULL && strcmp(only, forms[f].name) != 0)
             continue;
@@ -316,15 +315,14 @@ int main(int argc, char **argv)
             continue;
         if (forms[f].fn == NULL) {
             if (!quiet)
-                printf("%-8s %12s   (%s)\n", forms[f].name, "n/a",
-                       forms[f].why);
+                printf("%-8s %12s   (%s)\n", forms[f].name, "n/a", forms[f].why);
             continue;
         }
         qsort(t[f], (size_t)r_count, sizeof(t[f][0]), cmp_double);
         median[f] = t[f][r_count / 2];
         if (!quiet)
-            printf("%-8s %12.2f %12.2f %9.2fx\n", forms[f].name, median[f],
-                   t[f][0], median[0] > 0 ? median[f] / median[0] : 0.0);
+            printf("%-8s %12.2f %12.2f %9.2fx\n", forms[f].name, median[f], t[f][0],
+                   median[0] > 0 ? median[f] / median[0] : 0.0);
     }
     if (!found) {
         fprintf(stderr, "cas_pairs: no form named %s\n", only);

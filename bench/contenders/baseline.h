@@ -32,21 +32,20 @@
 
 /* bench_node.state */
 #define BENCH_NODE_PENDING   0u
-#define BENCH_NODE_CANCELLED 1u  /* tombstone: the consumer frees it when met */
-#define BENCH_NODE_TAKEN     2u  /* delivered or removed by the consumer */
+#define BENCH_NODE_CANCELLED 1u /* tombstone: the consumer frees it when met */
+#define BENCH_NODE_TAKEN     2u /* delivered or removed by the consumer */
 
 typedef struct bench_node {
     /* the stack link of a handoff (a ck_stack_entry or a cds_lfs_node, both
        one pointer); written only by the library that owns it */
     _Alignas(void *) unsigned char link[sizeof(void *)];
-    struct bench_node *batch_next;   /* consumer only: a drained batch */
-    dq_heap_elem       heap;
-    _Atomic uint32_t   state;
-    dq_msg             msg;          /* msg.when is the due time */
+    struct bench_node *batch_next; /* consumer only: a drained batch */
+    dq_heap_elem heap;
+    _Atomic uint32_t state;
+    dq_msg msg; /* msg.when is the due time */
 } bench_node;
 
-#define BENCH_NODE_OF_HEAP(e) \
-    ((bench_node *)((char *)(e) - offsetof(bench_node, heap)))
+#define BENCH_NODE_OF_HEAP(e) ((bench_node *)((char *)(e)-offsetof(bench_node, heap)))
 
 /* Producer: a node holding a copy of *m due at when; NULL if out of
    memory or m is invalid (*err says which). */
@@ -95,9 +94,9 @@ static inline dq_key bench_node_key(const bench_node *n, int64_t seq)
 static inline bool bench_node_claim(bench_node *n)
 {
     uint32_t expect = BENCH_NODE_PENDING;
-    return atomic_compare_exchange_strong_explicit(
-        &n->state, &expect, BENCH_NODE_TAKEN, memory_order_acq_rel,
-        memory_order_relaxed);
+    return atomic_compare_exchange_strong_explicit(&n->state, &expect, BENCH_NODE_TAKEN,
+                                                   memory_order_acq_rel,
+                                                   memory_order_relaxed);
 }
 
 /* Any thread: make a pending node a tombstone.  0 or -ENOENT. */
@@ -158,7 +157,8 @@ static inline size_t bench_heap_remove_matching(dq_heap *h, const dq_match *matc
         for (; sl < end; sl++) {
             if ((size_t)(end - sl) > BENCH_SCAN_PREFETCH_AHEAD &&
                 sl[BENCH_SCAN_PREFETCH_AHEAD].elem != NULL)
-                __builtin_prefetch(BENCH_NODE_OF_HEAP(sl[BENCH_SCAN_PREFETCH_AHEAD].elem));
+                __builtin_prefetch(
+                    BENCH_NODE_OF_HEAP(sl[BENCH_SCAN_PREFETCH_AHEAD].elem));
             if (sl->elem == NULL)
                 continue; /* a hole in the due run */
             bench_node *n = BENCH_NODE_OF_HEAP(sl->elem);

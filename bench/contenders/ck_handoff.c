@@ -13,7 +13,7 @@ typedef struct ck_handoff {
     /* 16-byte alignment: the _mpmc operations on aarch64 need it; kept so
        the layout is the same on every target */
     _Alignas(16) ck_stack_t stack;
-    char pad[64];               /* the stack top alone on its line */
+    char pad[64]; /* the stack top alone on its line */
     handoff_looper looper;
 } ck_handoff;
 
@@ -27,7 +27,8 @@ static ck_stack_entry_t *entry_of(bench_node *n)
 
 static bench_node *node_of(ck_stack_entry_t *e)
 {
-    return e == NULL ? NULL : (bench_node *)(void *)((char *)e - offsetof(bench_node, link));
+    return e == NULL ? NULL
+                     : (bench_node *)(void *)((char *)e - offsetof(bench_node, link));
 }
 
 static void init(void *q)

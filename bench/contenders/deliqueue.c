@@ -51,12 +51,12 @@ static size_t remove_matching(void *q, const dq_match *m)
 }
 
 /* deliqueue and its twin differ in nothing but their names */
-#define DELIQUEUE_CONTENDER(NAME, DESIGN)                                     \
-    {                                                                         \
+#define DELIQUEUE_CONTENDER(NAME, DESIGN)                                          \
+    {                                                                              \
         .name = NAME, .design = DESIGN, .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY, \
-        .create = create, .destroy = destroy, .post_at = post_at,             \
-        .try_next = try_next, .next_until = next_until, .cancel = cancel,     \
-        .remove = remove_matching,                                            \
+        .create = create, .destroy = destroy, .post_at = post_at,                  \
+        .try_next = try_next, .next_until = next_until, .cancel = cancel,          \
+        .remove = remove_matching,                                                 \
     }
 
 const bench_contender bench_deliqueue = DELIQUEUE_CONTENDER(

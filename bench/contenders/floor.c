@@ -15,26 +15,26 @@
 
 typedef struct floor_node {
     struct floor_node *next;
-    bench_node         body;   /* the same footprint as a baseline message */
+    bench_node body; /* the same footprint as a baseline message */
 } floor_node;
 
 typedef struct floor_chunk {
     struct floor_chunk *next;
-    floor_node          nodes[];
+    floor_node nodes[];
 } floor_chunk;
 
 typedef struct floor_list {
     _Alignas(64) _Atomic(floor_node *) top;
-    char                 pad[64];
-    pthread_mutex_t      chunks_lock;  /* producer_prepare only, untimed */
-    floor_chunk         *chunks;
+    char pad[64];
+    pthread_mutex_t chunks_lock; /* producer_prepare only, untimed */
+    floor_chunk *chunks;
 } floor_list;
 
 /* A producer thread's pool for one floor_list. */
 static _Thread_local struct {
     floor_list *owner;
     floor_node *next;
-    size_t      left;
+    size_t left;
 } pool;
 
 static void *create(void)

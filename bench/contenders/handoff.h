@@ -42,9 +42,9 @@
 #include "bench/contenders/baseline.h"
 
 typedef struct handoff_looper {
-    dq_heap          heap;      /* consumer only */
-    int64_t          seq;       /* consumer only: last insertion sequence */
-    int64_t          sweep_now; /* consumer only: the time before this drain
+    dq_heap heap;               /* consumer only */
+    int64_t seq;                /* consumer only: last insertion sequence */
+    int64_t sweep_now;          /* consumer only: the time before this drain
                                    (what is due by then takes the heap's
                                    due run, as in the library's looper) */
     _Atomic uint32_t parked;    /* 1 while the consumer may sleep */
@@ -65,7 +65,7 @@ static inline void handoff_init(handoff_looper *h)
    one shared write) and a handoff_looper at looper_offset; every operation
    gets the whole queue. */
 typedef struct handoff_stack {
-    size_t size;            /* of the queue object, allocated 64-aligned */
+    size_t size; /* of the queue object, allocated 64-aligned */
     size_t looper_offset;
     /* owner: an empty stack */
     void (*init)(void *q);
@@ -150,7 +150,7 @@ static inline void handoff_drain(const handoff_stack *s, void *q)
 
 typedef struct handoff_news {
     const handoff_stack *s;
-    const void          *q;
+    const void *q;
 } handoff_news;
 
 static inline bool handoff_has_news(const void *arg)
@@ -286,46 +286,51 @@ static inline size_t handoff_remove(const handoff_stack *s, void *q, const dq_ma
    queue_type, a struct with a handoff_looper `looper` after its stack, and
    the static functions init, push, is_empty, pop_all and next of its
    handoff_stack. */
-#define HANDOFF_CONTENDER(symbol, id, design_line, queue_type)                    \
-    static const handoff_stack symbol##_stack = {                                 \
-        .size = sizeof(queue_type),                                               \
-        .looper_offset = offsetof(queue_type, looper),                            \
-        .init = init,                                                             \
-        .push = push,                                                             \
-        .is_empty = is_empty,                                                     \
-        .pop_all = pop_all,                                                       \
-        .next = next,                                                             \
-    };                                                                            \
-    static void *symbol##_create(void) { return handoff_create(&symbol##_stack); } \
-    static void symbol##_destroy(void *q) { handoff_destroy(&symbol##_stack, q); } \
-    static int symbol##_post_at(void *q, const dq_msg *m, int64_t when,           \
-                                dq_token *tok)                                    \
-    {                                                                             \
-        return handoff_post_at(&symbol##_stack, q, m, when, tok);                 \
-    }                                                                             \
-    static int symbol##_try_next(void *q, dq_msg *out)                            \
-    {                                                                             \
-        return handoff_try_next(&symbol##_stack, q, out);                         \
-    }                                                                             \
-    static int symbol##_next_until(void *q, dq_msg *out, int64_t deadline)        \
-    {                                                                             \
-        return handoff_next_until(&symbol##_stack, q, out, deadline);             \
-    }                                                                             \
-    static size_t symbol##_remove(void *q, const dq_match *m)                     \
-    {                                                                             \
-        return handoff_remove(&symbol##_stack, q, m);                             \
-    }                                                                             \
-    const bench_contender symbol = {                                              \
-        .name = (id),                                                             \
-        .design = (design_line),                                                  \
-        .caps = BENCH_CONSUMES | BENCH_REMOVE_LOOPER,                             \
-        .create = symbol##_create,                                                \
-        .destroy = symbol##_destroy,                                              \
-        .post_at = symbol##_post_at,                                              \
-        .try_next = symbol##_try_next,                                            \
-        .next_until = symbol##_next_until,                                        \
-        .cancel = handoff_cancel,                                                 \
-        .remove = symbol##_remove,                                                \
+#define HANDOFF_CONTENDER(symbol, id, design_line, queue_type)                         \
+    static const handoff_stack symbol##_stack = {                                      \
+        .size = sizeof(queue_type),                                                    \
+        .looper_offset = offsetof(queue_type, looper),                                 \
+        .init = init,                                                                  \
+        .push = push,                                                                  \
+        .is_empty = is_empty,                                                          \
+        .pop_all = pop_all,                                                            \
+        .next = next,                                                                  \
+    };                                                                                 \
+    static void *symbol##_create(void)                                                 \
+    {                                                                                  \
+        return handoff_create(&symbol##_stack);                                        \
+    }                                                                                  \
+    static void symbol##_destroy(void *q)                                              \
+    {                                                                                  \
+        handoff_destroy(&symbol##_stack, q);                                           \
+    }                                                                                  \
+    static int symbol##_post_at(void *q, const dq_msg *m, int64_t when, dq_token *tok) \
+    {                                                                                  \
+        return handoff_post_at(&symbol##_stack, q, m, when, tok);                      \
+    }                                                                                  \
+    static int symbol##_try_next(void *q, dq_msg *out)                                 \
+    {                                                                                  \
+        return handoff_try_next(&symbol##_stack, q, out);                              \
+    }                                                                                  \
+    static int symbol##_next_until(void *q, dq_msg *out, int64_t deadline)             \
+    {                                                                                  \
+        return handoff_next_until(&symbol##_stack, q, out, deadline);                  \
+    }                                                                                  \
+    static size_t symbol##_remove(void *q, const dq_match *m)                          \
+    {                                                                                  \
+        return handoff_remove(&symbol##_stack, q, m);                                  \
+    }                                                                                  \
+    const bench_contender symbol = {                                                   \
+        .name = (id),                                                                  \
+        .design = (design_line),                                                       \
+        .caps = BENCH_CONSUMES | BENCH_REMOVE_LOOPER,                                  \
+        .create = symbol##_create,                                                     \
+        .destroy = symbol##_destroy,                                                   \
+        .post_at = symbol##_post_at,                                                   \
+        .try_next = symbol##_try_next,                                                 \
+        .next_until = symbol##_next_until,                                             \
+        .cancel = handoff_cancel,                                                      \
+        .remove = symbol##_remove,                                                     \
     }
 
 #endif /* BENCH_CONTENDERS_HANDOFF_H */

@@ -44,7 +44,8 @@ static size_t remove_matching(void *q, const dq_match *m)
 
 const bench_contender bench_legacy = {
     .name = "legacy",
-    .design = "mutex + sorted singly linked list, tail fast path, blocking wait (Android's)",
+    .design =
+        "mutex + sorted singly linked list, tail fast path, blocking wait (Android's)",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
     .create = create,
     .destroy = destroy,

@@ -16,14 +16,14 @@
 
 typedef struct mutex_heap {
     pthread_mutex_t lock;
-    pthread_cond_t  wake;
-    dq_heap         heap;     /* under lock */
+    pthread_cond_t wake;
+    dq_heap heap; /* under lock */
     /* the last insertion sequence: written under lock; read without it
        by the consumer's idle poll, as a hint that something was posted
        (it re-takes the lock before it looks) */
     _Atomic int64_t seq;
-    int64_t         consumer_now; /* under lock: the consumer's last clock read */
-    bool            waiting;  /* under lock: the consumer sleeps on wake */
+    int64_t consumer_now; /* under lock: the consumer's last clock read */
+    bool waiting;         /* under lock: the consumer sleeps on wake */
 } mutex_heap;
 
 static void *create(void)
@@ -57,15 +57,14 @@ static int post_at(void *qv, const dq_msg *m, int64_t when, dq_token *tok)
 {
     mutex_heap *q = qv;
     int err;
-    bench_node *n = bench_node_new(m, when, &err);   /* outside the lock */
+    bench_node *n = bench_node_new(m, when, &err); /* outside the lock */
     if (n == NULL)
         return err;
     pthread_mutex_lock(&q->lock);
     /* the consumer's last look at the clock: what was due by then takes
        the heap's due run (a stale time only misses the fast path) */
     int64_t seq = atomic_load_explicit(&q->seq, memory_order_relaxed) + 1;
-    err = dq_heap_push_due(&q->heap, &n->heap, bench_node_key(n, seq),
-                           q->consumer_now);
+    err = dq_heap_push_due(&q->heap, &n->heap, bench_node_key(n, seq), q->consumer_now);
     bool signal = err == 0 && q->waiting && dq_heap_peek(&q->heap) == &n->heap;
     /* relaxed: the lock orders the writers, and the poller takes the lock
        before it reads the heap; stored last, so that the poller does not
@@ -107,7 +106,7 @@ static int try_next(void *qv, dq_msg *out)
 
 typedef struct posted_since {
     const mutex_heap *q;
-    int64_t          seen;
+    int64_t seen;
 } posted_since;
 
 static bool has_news(const void *arg)
@@ -119,7 +118,7 @@ static bool has_news(const void *arg)
 static int next_until(void *qv, dq_msg *out, int64_t deadline)
 {
     mutex_heap *q = qv;
-    bool polled = false;  /* once before each wait, off the lock */
+    bool polled = false; /* once before each wait, off the lock */
     pthread_mutex_lock(&q->lock);
     for (;;) {
         int64_t now = bench_now();
@@ -132,13 +131,13 @@ static int next_until(void *qv, dq_msg *out, int64_t deadline)
         const dq_key *k = dq_heap_peek_key(&q->heap);
         int64_t until = k != NULL && k->when < deadline ? k->when : deadline;
         if (!polled) {
-            posted_since since = {
-                q, atomic_load_explicit(&q->seq, memory_order_relaxed) };
+            posted_since since = { q, atomic_load_explicit(&q->seq,
+                                                           memory_order_relaxed) };
             pthread_mutex_unlock(&q->lock);
             (void)bench_idle_poll(has_news, &since, until);
             pthread_mutex_lock(&q->lock);
             polled = true;
-            continue;   /* take again: a post while unlocked did not signal */
+            continue; /* take again: a post while unlocked did not signal */
         }
         polled = false;
         struct timespec ts = { until / 1000000000, until % 1000000000 };
@@ -178,7 +177,8 @@ static size_t remove_matching(void *qv, const dq_match *m)
 
 const bench_contender bench_mutex_heap = {
     .name = "mutex_heap",
-    .design = "pthread mutex around the shared dq_heap, idle poll then condvar for the consumer",
+    .design = "pthread mutex around the shared dq_heap, idle poll then condvar for the "
+              "consumer",
     .caps = BENCH_CONSUMES | BENCH_REMOVE_ANY,
     .create = create,
     .destroy = destroy,

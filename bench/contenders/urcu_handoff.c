@@ -14,7 +14,7 @@
 
 typedef struct urcu_handoff {
     struct __cds_lfs_stack stack;
-    char pad[64];               /* the stack top alone on its line */
+    char pad[64]; /* the stack top alone on its line */
     handoff_looper looper;
 } urcu_handoff;
 
@@ -28,7 +28,8 @@ static struct cds_lfs_node *lfs_of(bench_node *n)
 
 static bench_node *node_of(struct cds_lfs_node *e)
 {
-    return e == NULL ? NULL : (bench_node *)(void *)((char *)e - offsetof(bench_node, link));
+    return e == NULL ? NULL
+                     : (bench_node *)(void *)((char *)e - offsetof(bench_node, link));
 }
 
 static void init(void *q)
@@ -44,7 +45,8 @@ static void push(void *q, bench_node *n)
 
 static bool is_empty(const void *q)
 {
-    return cds_lfs_empty((struct __cds_lfs_stack *)(uintptr_t)&((const urcu_handoff *)q)->stack);
+    return cds_lfs_empty((struct __cds_lfs_stack *)(uintptr_t) &
+                         ((const urcu_handoff *)q)->stack);
 }
 
 static bench_node *pop_all(void *q)
@@ -58,7 +60,8 @@ static bench_node *next(const bench_node *n)
     return node_of(((const struct cds_lfs_node *)(const void *)n->link)->next);
 }
 
-HANDOFF_CONTENDER(bench_urcu_handoff, "urcu_handoff",
-                  "liburcu cds_lfs_push + __cds_lfs_pop_all into the consumer's dq_heap, "
-                  "idle poll then futex",
-                  urcu_handoff);
+HANDOFF_CONTENDER(
+    bench_urcu_handoff, "urcu_handoff",
+    "liburcu cds_lfs_push + __cds_lfs_pop_all into the consumer's dq_heap, "
+    "idle poll then futex",
+    urcu_handoff);

@@ -41,9 +41,12 @@ void run_cancel_point(const config *cfg, int col, int rep, long depth)
     aged_heap_free(&aged);
     char name[96];
     snprintf(name, sizeof(name), "cancel by token, depth %ld", depth);
-    stats_put(stats_metric_get(&results, "queues", "cancel", name, "CPU ns/cancel", false, depth, 1),
+    stats_put(stats_metric_get(&results, "queues", "cancel", name, "CPU ns/cancel",
+                               false, depth, 1),
               col, rep, (double)(t1 - t0) / (double)k);
-    snprintf(name, sizeof(name), "cancel by token + consumer cleanup, depth %ld", depth);
-    stats_put(stats_metric_get(&results, "queues", "cancel", name, "CPU ns/cancel", false, depth, 1),
+    snprintf(name, sizeof(name), "cancel by token + consumer cleanup, depth %ld",
+             depth);
+    stats_put(stats_metric_get(&results, "queues", "cancel", name, "CPU ns/cancel",
+                               false, depth, 1),
               col, rep, (double)(t2 - t0) / (double)k);
 }

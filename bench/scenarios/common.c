@@ -23,8 +23,8 @@ char burst_target;
 
 _Noreturn void die(const char *what, const bench_contender *c, int err)
 {
-    fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what,
-            c ? c->name : "-", strerror(err < 0 ? -err : err));
+    fprintf(stderr, "queue_bench: %s failed for %s: %s\n", what, c ? c->name : "-",
+            strerror(err < 0 ? -err : err));
     exit(2);
 }
 
@@ -104,9 +104,9 @@ aged_heap age_allocator(const bench_contender *c, long depth)
     }
     c->destroy(q);
     if (best < 32)
-        per = 0;   /* no steady per-message malloc (a pool) */
+        per = 0; /* no steady per-message malloc (a pool) */
     if (per < 32 || per > 4096)
-        return a;   /* nothing to age */
+        return a; /* nothing to age */
     a.n = 2 * depth;
     a.blocks = malloc((size_t)a.n * sizeof(void *));
     if (a.blocks == NULL) {
@@ -147,8 +147,8 @@ void aged_heap_free(aged_heap *a)
     a->n = 0;
 }
 
-void fill_queue(const bench_contender *c, void *q, long depth,
-                       int64_t base, bool sorted, dq_token *toks)
+void fill_queue(const bench_contender *c, void *q, long depth, int64_t base,
+                bool sorted, dq_token *toks)
 {
     int64_t *w = fill_whens(depth, base, 7, sorted);
     if (c->producer_prepare)

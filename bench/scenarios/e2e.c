@@ -29,25 +29,24 @@
 #include "bench/machine.h"
 #include "bench/scenarios/scenario.h"
 
-static char primer_target;      /* steady: wakes a consumer, not timed */
-
+static char primer_target; /* steady: wakes a consumer, not timed */
 
 typedef struct e2e_run {
     const bench_contender *c;
-    void           *q;
-    int             nproducers;
-    long            per_producer;
-    e2e_mode        mode;
-    _Atomic int     ready;        /* consumer 1, then each producer 1 */
-    int64_t         t_first_post;
-    int64_t         t_last_delivery;
-    int64_t         producer_ns[2];
-    int64_t         consumer_cpu_ns;  /* the consumer's CPU time, all of it */
-    int64_t        *latency;      /* consumer only until joined: from the post */
-    int64_t        *burst_latency; /* paced: from its burst's first post */
-    _Atomic int     primed;       /* steady: the block's primer was delivered */
-    long            delivered;
-    int             err;
+    void *q;
+    int nproducers;
+    long per_producer;
+    e2e_mode mode;
+    _Atomic int ready; /* consumer 1, then each producer 1 */
+    int64_t t_first_post;
+    int64_t t_last_delivery;
+    int64_t producer_ns[2];
+    int64_t consumer_cpu_ns; /* the consumer's CPU time, all of it */
+    int64_t *latency;        /* consumer only until joined: from the post */
+    int64_t *burst_latency;  /* paced: from its burst's first post */
+    _Atomic int primed;      /* steady: the block's primer was delivered */
+    long delivered;
+    int err;
 } e2e_run;
 
 /* The latency runs' posts carry the start of their own post in arg1:arg2
@@ -63,19 +62,19 @@ static int64_t post_start_of(const dq_msg *m)
     return (int64_t)((uint64_t)(uint32_t)m->arg2 << 32 | (uint32_t)m->arg1);
 }
 
-#define PACED_BURST 4           /* posts per burst of the paced producers */
-#define STEADY_GAP_NS 1000      /* between steady posts: under every idle spin */
+#define PACED_BURST   4    /* posts per burst of the paced producers */
+#define STEADY_GAP_NS 1000 /* between steady posts: under every idle spin */
 
 typedef struct e2e_producer {
     e2e_run *run;
-    int      index;
+    int index;
 } e2e_producer;
 
 static void *e2e_consumer_main(void *arg)
 {
     e2e_run *run = arg;
     const bench_contender *c = run->c;
-    consumer_sweep(c, run->q);        /* this thread is the consumer now */
+    consumer_sweep(c, run->q); /* this thread is the consumer now */
     atomic_fetch_add(&run->ready, 1);
     long total = run->per_producer * run->nproducers;
     int64_t cpu0 = bench_thread_cpu_ns();
@@ -162,10 +161,12 @@ static void e2e_start(const config *cfg, int col, int nproducers, e2e_mode mode,
     bool paced = mode == E2E_PACED;
     run->per_producer = (mode == E2E_UNPACED ? cfg->e2e_unpaced_msgs
                          : paced             ? cfg->e2e_paced_msgs
-                                             : cfg->e2e_steady_msgs) / nproducers;
+                                             : cfg->e2e_steady_msgs) /
+                        nproducers;
     run->latency = malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t));
-    run->burst_latency = paced ? malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t))
-                               : NULL;
+    run->burst_latency =
+        paced ? malloc((size_t)(run->per_producer * nproducers) * sizeof(int64_t))
+              : NULL;
     run->q = c->create();
     if (run->q == NULL || run->latency == NULL || (paced && run->burst_latency == NULL))
         die("create", c, ENOMEM);
@@ -193,7 +194,8 @@ static void e2e_finish(const config *cfg, int col, int rep, e2e_run *run,
                  cfg->e2e_depth, nproducers, ps);
         stats_put(stats_metric_get(&results, "queues", "e2e", name, "Mmsg/s", true,
                                    cfg->e2e_depth, nproducers),
-                  col, rep, (double)n / (double)(run->t_last_delivery - run->t_first_post) * 1e3);
+                  col, rep,
+                  (double)n / (double)(run->t_last_delivery - run->t_first_post) * 1e3);
         double post_ns = 0;
         for (int i = 0; i < nproducers; i++)
             post_ns += (double)run->producer_ns[i];
@@ -216,13 +218,15 @@ static void e2e_finish(const config *cfg, int col, int rep, e2e_run *run,
         static const char *const pn[] = { "p50", "p99", "p99.9" };
         for (int b = 0; b < (paced ? 2 : 1); b++)
             for (int k = 0; k < 3; k++) {
-                snprintf(name, sizeof(name), "%s-to-delivery %s, %s, depth %ld, %d producer%s",
+                snprintf(name, sizeof(name),
+                         "%s-to-delivery %s, %s, depth %ld, %d producer%s",
                          b ? "burst" : "post", pn[k], paced ? "paced" : "steady",
                          cfg->e2e_depth, nproducers, ps);
                 stats_put(stats_metric_get(&results, "queues", "e2e", name, "us", false,
                                            cfg->e2e_depth, nproducers),
                           col, rep,
-                          percentile(b ? run->burst_latency : run->latency, n, ps_[k]) / 1e3);
+                          percentile(b ? run->burst_latency : run->latency, n, ps_[k]) /
+                              1e3);
             }
     }
     free(run->latency);
@@ -261,12 +265,12 @@ void run_e2e_point(const config *cfg, int col, int rep, int nproducers)
    contenders in turn (producer i starts at contender i).  A wake-up's
    latency is the scheduler's and the hypervisor's more than the queue's. */
 typedef struct latency_producer {
-    e2e_run   **runs;
-    int         nruns;
-    int         index;
-    int         nproducers;
-    _Atomic int *ready;          /* producers that have arrived */
-    int         err;
+    e2e_run **runs;
+    int nruns;
+    int index;
+    int nproducers;
+    _Atomic int *ready; /* producers that have arrived */
+    int err;
     const bench_contender *failed;
 } latency_producer;
 
@@ -349,13 +353,13 @@ static void *steady_producer_main(void *arg)
     return NULL;
 }
 
-void run_latency_interleaved(const config *cfg, int rep, int nproducers,
-                                    e2e_mode mode)
+void run_latency_interleaved(const config *cfg, int rep, int nproducers, e2e_mode mode)
 {
     int cols[NCONTENDERS], nruns = 0;
     for (int i = 0; i < NCONTENDERS; i++) {
         int col = rotate(i, rep, NCONTENDERS);
-        if ((cfg->contender_mask & (1u << col)) && (contenders[col]->caps & BENCH_CONSUMES))
+        if ((cfg->contender_mask & (1u << col)) &&
+            (contenders[col]->caps & BENCH_CONSUMES))
             cols[nruns++] = col;
     }
     if (nruns == 0)
@@ -386,12 +390,15 @@ void run_latency_interleaved(const config *cfg, int rep, int nproducers,
     _Atomic int ready = 0;
     latency_producer p[2];
     for (int i = 0; i < nproducers; i++) {
-        p[i] = (latency_producer){ .runs = order, .nruns = nruns, .index = i,
-                                 .nproducers = nproducers, .ready = &ready };
+        p[i] = (latency_producer){ .runs = order,
+                                   .nruns = nruns,
+                                   .index = i,
+                                   .nproducers = nproducers,
+                                   .ready = &ready };
         attr_on_cpu(&attr, 1 + i);
-        int err = pthread_create(&producers[i], &attr,
-                                 mode == E2E_STEADY ? steady_producer_main : paced_producer_main,
-                                 &p[i]);
+        int err = pthread_create(
+            &producers[i], &attr,
+            mode == E2E_STEADY ? steady_producer_main : paced_producer_main, &p[i]);
         pthread_attr_destroy(&attr);
         if (err)
             die("pthread_create", NULL, err);
@@ -399,7 +406,8 @@ void run_latency_interleaved(const config *cfg, int rep, int nproducers,
     for (int i = 0; i < nproducers; i++) {
         pthread_join(producers[i], NULL);
         if (p[i].err)
-            die(mode == E2E_STEADY ? "e2e steady post" : "e2e paced post", p[i].failed, p[i].err);
+            die(mode == E2E_STEADY ? "e2e steady post" : "e2e paced post", p[i].failed,
+                p[i].err);
     }
     for (int k = 0; k < nruns; k++) {
         pthread_join(consumers[k], NULL);

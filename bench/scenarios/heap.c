@@ -14,8 +14,7 @@
 #include "bench/machine.h"
 #include "bench/scenarios/scenario.h"
 
-void run_heap_point(const config *cfg, int col, int rep, long depth,
-                           int64_t quantum)
+void run_heap_point(const config *cfg, int col, int rep, long depth, int64_t quantum)
 {
     /* CPU time of this one thread: its wall time minus the time the
        shared machine ran something else instead */
@@ -26,8 +25,9 @@ void run_heap_point(const config *cfg, int col, int rep, long depth,
     if (sum == 0)
         die("heap workload", NULL, ENOMEM);
     char name[96];
-    snprintf(name, sizeof(name), "heap hold (pop+push), depth %ld, due times %s",
-             depth, quantum == 1 ? "in ns (no ties)" : "in ms (ties)");
-    stats_put(stats_metric_get(&results, "heap", "heap", name, "CPU ns/op", false, depth, 0),
-              col, rep, (double)(t1 - t0) / (double)(cfg->heap_ops + depth));
+    snprintf(name, sizeof(name), "heap hold (pop+push), depth %ld, due times %s", depth,
+             quantum == 1 ? "in ns (no ties)" : "in ms (ties)");
+    stats_put(
+        stats_metric_get(&results, "heap", "heap", name, "CPU ns/op", false, depth, 0),
+        col, rep, (double)(t1 - t0) / (double)(cfg->heap_ops + depth));
 }

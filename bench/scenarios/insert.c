@@ -29,7 +29,7 @@
 #define PROBE_TRIPS 2000
 
 typedef struct probe {
-    _Alignas(64) _Atomic long ball;   /* odd: the pitcher's turn is over */
+    _Alignas(64) _Atomic long ball; /* odd: the pitcher's turn is over */
     int64_t ns;
 } probe;
 
@@ -89,33 +89,33 @@ static double cross_core_round_trip_ns(void)
     return rtt;
 }
 
-#define INSERT_WHENS 65536     /* per producer, reused cyclically */
-#define INSERT_CHUNK 64        /* most posts between two clock reads */
+#define INSERT_WHENS 65536 /* per producer, reused cyclically */
+#define INSERT_CHUNK 64    /* most posts between two clock reads */
 
 typedef struct insert_run insert_run;
 
 typedef struct insert_producer {
     insert_run *run;
-    pthread_t   thread;
-    int         index;
-    int64_t    *whens;
-    size_t      cursor;
-    long        ops_asked, ops_done;
-    int64_t     t_start, t_end;
-    int64_t     cpu_ns;
-    int         err;
+    pthread_t thread;
+    int index;
+    int64_t *whens;
+    size_t cursor;
+    long ops_asked, ops_done;
+    int64_t t_start, t_end;
+    int64_t cpu_ns;
+    int err;
 } insert_producer;
 
 struct insert_run {
     const bench_contender *c;
-    void            *q;
-    int              nproducers;
+    void *q;
+    int nproducers;
     pthread_barrier_t start, done;
-    _Atomic int      arrived;     /* rendezvous counter, monotonic */
-    int              round;
-    bool             quit;        /* written before start, read after it */
-    int64_t          deadline;    /* of the current round */
-    insert_producer  p[2];
+    _Atomic int arrived; /* rendezvous counter, monotonic */
+    int round;
+    bool quit;        /* written before start, read after it */
+    int64_t deadline; /* of the current round */
+    insert_producer p[2];
 };
 
 static void *insert_producer_main(void *arg)
@@ -172,8 +172,7 @@ static void *insert_producer_main(void *arg)
     return NULL;
 }
 
-void run_insert_point(const config *cfg, int col, int rep, long depth,
-                             int nproducers)
+void run_insert_point(const config *cfg, int col, int rep, long depth, int nproducers)
 {
     const bench_contender *c = contenders[col];
     aged_heap aged = cfg->aged_fill ? age_allocator(c, depth) : (aged_heap){ NULL, 0 };
@@ -201,7 +200,8 @@ void run_insert_point(const config *cfg, int col, int rep, long depth,
         insert_producer *p = &run->p[i];
         p->run = run;
         p->index = i;
-        p->whens = fill_whens(INSERT_WHENS, base, 1000 + (uint64_t)i * 77 + (uint64_t)rep, false);
+        p->whens = fill_whens(INSERT_WHENS, base,
+                              1000 + (uint64_t)i * 77 + (uint64_t)rep, false);
         p->ops_asked = round_ops / nproducers;
         if (pthread_create(&p->thread, NULL, insert_producer_main, p))
             die("pthread_create", c, errno);
@@ -263,23 +263,25 @@ void run_insert_point(const config *cfg, int col, int rep, long depth,
               col, rep, cpu_ns / (double)ops);
     snprintf(name, sizeof(name), "insert wall time, depth %ld, %d producer%s", depth,
              nproducers, nproducers > 1 ? "s" : "");
-    stats_put(stats_metric_get(&results, "queues", "insert", name, "ns/insert",
-                               false, depth, nproducers),
+    stats_put(stats_metric_get(&results, "queues", "insert", name, "ns/insert", false,
+                               depth, nproducers),
               col, rep, thread_ns / (double)ops);
-    snprintf(name, sizeof(name), "insert throughput, depth %ld, %d producer%s",
-             depth, nproducers, nproducers > 1 ? "s" : "");
-    stats_put(stats_metric_get(&results, "queues", "insert", name, "Minserts/s",
-                               true, depth, nproducers),
+    snprintf(name, sizeof(name), "insert throughput, depth %ld, %d producer%s", depth,
+             nproducers, nproducers > 1 ? "s" : "");
+    stats_put(stats_metric_get(&results, "queues", "insert", name, "Minserts/s", true,
+                               depth, nproducers),
               col, rep, (double)ops / wall_ns * 1e3);
     if (c->caps & BENCH_CONSUMES) {
-        snprintf(name, sizeof(name), "consumer sweep of those inserts, depth %ld, %d producer%s",
-                 depth, nproducers, nproducers > 1 ? "s" : "");
+        snprintf(name, sizeof(name),
+                 "consumer sweep of those inserts, depth %ld, %d producer%s", depth,
+                 nproducers, nproducers > 1 ? "s" : "");
         stats_put(stats_metric_get(&results, "queues", "insert", name, "CPU ns/msg",
                                    false, depth, nproducers),
                   col, rep, sweep_ns / (double)ops);
     }
     if (!isnan(probe_rtt)) {
-        snprintf(name, sizeof(name), "cross-core round trip before the point, depth %ld, %d producer%s",
+        snprintf(name, sizeof(name),
+                 "cross-core round trip before the point, depth %ld, %d producer%s",
                  depth, nproducers, nproducers > 1 ? "s" : "");
         stats_put(stats_metric_get(&results, "queues", "insert", name,
                                    "ns (machine probe)", false, depth, nproducers),

@@ -29,7 +29,8 @@ void run_remove_point(const config *cfg, int col, int rep, long depth)
             expected += (depth - 8L * i + 127) / 128;
     for (int i = 0; i < cfg->remove_calls; i++) {
         /* target 0 holds what 0, 8, 16, ...: what = 8 * i matches ~D/1024 */
-        dq_match match = { .target = &fill_targets[0], .fields = DQ_MATCH_WHAT,
+        dq_match match = { .target = &fill_targets[0],
+                           .fields = DQ_MATCH_WHAT,
                            .what = (int32_t)((8 * i) % 128) };
         int64_t t0 = bench_thread_cpu_ns();
         size_t removed = c->remove(q, &match);
@@ -41,17 +42,22 @@ void run_remove_point(const config *cfg, int col, int rep, long depth)
         total_ns += (double)(t2 - t0);
     }
     if (removed_total != expected) {
-        fprintf(stderr, "queue_bench: %s removed %ld messages by criteria at depth %ld, "
-                        "not %ld\n", c->name, removed_total, depth, expected);
+        fprintf(stderr,
+                "queue_bench: %s removed %ld messages by criteria at depth %ld, "
+                "not %ld\n",
+                c->name, removed_total, depth, expected);
         die("remove by criteria", c, EPROTO);
     }
     c->destroy(q);
     aged_heap_free(&aged);
     char name[96];
     snprintf(name, sizeof(name), "remove by criteria, depth %ld", depth);
-    stats_put(stats_metric_get(&results, "queues", "remove", name, "CPU us/call", false, depth, 1),
+    stats_put(stats_metric_get(&results, "queues", "remove", name, "CPU us/call", false,
+                               depth, 1),
               col, rep, call_ns / cfg->remove_calls / 1e3);
-    snprintf(name, sizeof(name), "remove by criteria + consumer cleanup, depth %ld", depth);
-    stats_put(stats_metric_get(&results, "queues", "remove", name, "CPU us/call", false, depth, 1),
+    snprintf(name, sizeof(name), "remove by criteria + consumer cleanup, depth %ld",
+             depth);
+    stats_put(stats_metric_get(&results, "queues", "remove", name, "CPU us/call", false,
+                               depth, 1),
               col, rep, total_ns / cfg->remove_calls / 1e3);
 }

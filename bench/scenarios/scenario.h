@@ -40,25 +40,25 @@ extern stats results;
 extern char fill_targets[8];
 extern char burst_target;
 
-#define STEADY_BLOCK 100        /* steady posts to one contender in a row */
+#define STEADY_BLOCK 100 /* steady posts to one contender in a row */
 
 typedef struct config {
-    bool   quick;
-    int    reps;
-    bool   run_insert, run_e2e, run_remove, run_cancel, run_heap;
-    long   depths[8];
-    int    ndepths;
-    bool   random_fill;         /* post the background in random order */
-    bool   aged_fill;           /* sorted, but from an aged allocator */
-    unsigned contender_mask;    /* bit i: run contenders[i] */
+    bool quick;
+    int reps;
+    bool run_insert, run_e2e, run_remove, run_cancel, run_heap;
+    long depths[8];
+    int ndepths;
+    bool random_fill;        /* post the background in random order */
+    bool aged_fill;          /* sorted, but from an aged allocator */
+    unsigned contender_mask; /* bit i: run contenders[i] */
     const char *json_path;
     const char *plot_prefix;
     /* derived */
-    long   insert_target_ops;   /* per point */
-    int64_t insert_budget_ns;   /* per point */
-    long   e2e_depth, e2e_unpaced_msgs, e2e_paced_msgs, e2e_steady_msgs;
-    int    remove_calls;
-    long   heap_ops;
+    long insert_target_ops;   /* per point */
+    int64_t insert_budget_ns; /* per point */
+    long e2e_depth, e2e_unpaced_msgs, e2e_paced_msgs, e2e_steady_msgs;
+    int remove_calls;
+    long heap_ops;
 } config;
 
 /* Prints what failed for whom and exits 2. */
@@ -84,7 +84,7 @@ int64_t *fill_whens(long n, int64_t base, uint64_t seed, bool sorted);
    common.c); held until aged_heap_free, after the point. */
 typedef struct aged_heap {
     void **blocks;
-    long   n;
+    long n;
 } aged_heap;
 aged_heap age_allocator(const bench_contender *c, long depth);
 void aged_heap_free(aged_heap *a);
@@ -114,9 +114,9 @@ bool attr_on_cpu(pthread_attr_t *attr, int k);
 void run_insert_point(const config *cfg, int col, int rep, long depth, int nproducers);
 void run_e2e_point(const config *cfg, int col, int rep, int nproducers);
 typedef enum e2e_mode {
-    E2E_UNPACED,    /* throughput: as fast as the producers go */
-    E2E_PACED,      /* latency: bursts to a parked consumer */
-    E2E_STEADY,     /* latency: a post every STEADY_GAP_NS to an awake one */
+    E2E_UNPACED, /* throughput: as fast as the producers go */
+    E2E_PACED,   /* latency: bursts to a parked consumer */
+    E2E_STEADY,  /* latency: a post every STEADY_GAP_NS to an awake one */
 } e2e_mode;
 void run_latency_interleaved(const config *cfg, int rep, int nproducers, e2e_mode mode);
 void run_remove_point(const config *cfg, int col, int rep, long depth);

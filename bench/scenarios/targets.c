@@ -36,7 +36,7 @@ static int col_of(const char *name)
    repetitions or only in the medians, on a machine whose phases move
    single repetitions by 2x. */
 typedef struct target_reps {
-    int    held, n;
+    int held, n;
     double lo, hi; /* range of the least advantage */
 } target_reps;
 
@@ -78,16 +78,16 @@ static const char *column_name(const stats_metric *m, int col)
    paired ratio inside the band makes the verdict a tie. */
 typedef struct target_aa {
     const stats_metric *m;
-    int twin;      /* the twin's column, -1 if none */
-    int opponent;  /* parity targets: the opponent's column; else -1 */
+    int twin;     /* the twin's column, -1 if none */
+    int opponent; /* parity targets: the opponent's column; else -1 */
 } target_aa;
 
 /* One target line: `what`, the measured value (medians), the verdict of
    the medians, how it held by repetition, and the A/A band (ratios in the
    tables' sense: the twin's median / deliqueue's); inverted: the measured
    ratio is shown as 1 / advantage (a cost against the floor). */
-static void target_line(const char *what, double measured, const char *shown,
-                        bool met, target_reps t, bool inverted, target_aa aa)
+static void target_line(const char *what, double measured, const char *shown, bool met,
+                        target_reps t, bool inverted, target_aa aa)
 {
     if (isnan(measured)) {
         printf("| %s | not measured in this run | - | - | - |\n", what);
@@ -112,8 +112,9 @@ static void target_line(const char *what, double measured, const char *shown,
                      column_name(aa.m, aa.opponent), o);
         }
     }
-    printf("| %s | %s | %d of %d (%s-%s) | %s | %s%s |\n", what, shown, t.held, t.n, lo, hi,
-           band, met ? "met" : "MISSED", tie ? ", a tie (inside the A/A band)" : "");
+    printf("| %s | %s | %d of %d (%s-%s) | %s | %s%s |\n", what, shown, t.held, t.n, lo,
+           hi, band, met ? "met" : "MISSED",
+           tie ? ", a tie (inside the A/A band)" : "");
 }
 
 void print_targets(void)
@@ -142,16 +143,18 @@ void print_targets(void)
         m = find_metric(name);
         double r = m ? stats_ratio_of_medians(m, legacy) : NAN;
         snprintf(buf, sizeof(buf), "legacy / deliqueue = %.0fx", r);
-        snprintf(name, sizeof(name), "insert at depth 100k, %d producer%s: >= 5000x faster than legacy",
-                 np, np > 1 ? "s" : "");
+        snprintf(name, sizeof(name),
+                 "insert at depth 100k, %d producer%s: >= 5000x faster than legacy", np,
+                 np > 1 ? "s" : "");
         target_line(name, r, buf, r >= 5000, target_by_rep(m, &legacy, 1, 5000), false,
                     (target_aa){ m, twin, -1 });
     }
     m = find_metric("insert throughput, depth 10000, 2 producers");
     double r = m ? 1 / stats_ratio_of_medians(m, mutex_heap) : NAN;
     snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
-    target_line("2-producer insert throughput (depth 10k) >= 3x mutex_heap", r, buf, r >= 3,
-                target_by_rep(m, &mutex_heap, 1, 3), false, (target_aa){ m, twin, -1 });
+    target_line("2-producer insert throughput (depth 10k) >= 3x mutex_heap", r, buf,
+                r >= 3, target_by_rep(m, &mutex_heap, 1, 3), false,
+                (target_aa){ m, twin, -1 });
     double best = NAN;
     int best_col = -1;
     for (int i = 0; m && i < 2; i++) {
@@ -169,8 +172,9 @@ void print_targets(void)
     m = find_metric("e2e throughput, depth 10000, 2 producers");
     r = m ? 1 / stats_ratio_of_medians(m, mutex_heap) : NAN;
     snprintf(buf, sizeof(buf), "deliqueue / mutex_heap = %.2fx", r);
-    target_line("(also) 2-producer end-to-end throughput >= 3x mutex_heap", r, buf, r >= 3,
-                target_by_rep(m, &mutex_heap, 1, 3), false, (target_aa){ m, twin, -1 });
+    target_line("(also) 2-producer end-to-end throughput >= 3x mutex_heap", r, buf,
+                r >= 3, target_by_rep(m, &mutex_heap, 1, 3), false,
+                (target_aa){ m, twin, -1 });
     for (int np = 1; np <= 2; np++) {
         char name[96], what[96];
         snprintf(name, sizeof(name), "insert cost, depth 10000, %d producer%s", np,
@@ -178,8 +182,9 @@ void print_targets(void)
         m = find_metric(name);
         r = m ? 1 / stats_ratio_of_medians(m, floor_) : NAN;
         snprintf(buf, sizeof(buf), "deliqueue / floor = %.2fx", r);
-        snprintf(what, sizeof(what), "push cost (depth 10k, %d producer%s) within 1.5x of the floor",
-                 np, np > 1 ? "s" : "");
+        snprintf(what, sizeof(what),
+                 "push cost (depth 10k, %d producer%s) within 1.5x of the floor", np,
+                 np > 1 ? "s" : "");
         /* floor / deliqueue >= 1 / 1.5 */
         target_line(what, r, buf, r <= 1.5, target_by_rep(m, &floor_, 1, 1 / 1.5), true,
                     (target_aa){ m, twin, -1 });
@@ -194,16 +199,20 @@ void print_targets(void)
     for (int c = 1; c < NCONTENDERS; c++)
         if ((contenders[c]->caps & BENCH_CONSUMES) && c != twin)
             consumers[nconsumers++] = c;
-    static const struct { const char *kind, *how, *also; int np; } lat[] = {
-        { "post", "paced", "", 1 },          { "post", "paced", "", 2 },
-        { "post", "steady", "", 1 },
-        { "burst", "paced", "(also) ", 1 },  { "burst", "paced", "(also) ", 2 },
+    static const struct {
+        const char *kind, *how, *also;
+        int np;
+    } lat[] = {
+        { "post", "paced", "", 1 },         { "post", "paced", "", 2 },
+        { "post", "steady", "", 1 },        { "burst", "paced", "(also) ", 1 },
+        { "burst", "paced", "(also) ", 2 },
     };
     for (size_t t = 0; t < sizeof(lat) / sizeof(lat[0]); t++) {
         const char *ps = lat[t].np > 1 ? "s" : "";
         char name[96], what[128];
-        snprintf(name, sizeof(name), "%s-to-delivery p99, %s, depth 10000, %d producer%s",
-                 lat[t].kind, lat[t].how, lat[t].np, ps);
+        snprintf(name, sizeof(name),
+                 "%s-to-delivery p99, %s, depth 10000, %d producer%s", lat[t].kind,
+                 lat[t].how, lat[t].np, ps);
         m = find_metric(name);
         double worst = NAN;
         int who_col = -1;
@@ -215,9 +224,10 @@ void print_targets(void)
             }
         }
         snprintf(buf, sizeof(buf), "next best %s at %.2fx deliqueue's p99 (%.2f us)",
-                 who_col >= 0 ? contenders[who_col]->name : "",
-                 worst, m ? stats_median(m, 0) : NAN);
-        snprintf(what, sizeof(what), "%sp99 %s-to-delivery at depth 10k, %s, %d producer%s, lowest",
+                 who_col >= 0 ? contenders[who_col]->name : "", worst,
+                 m ? stats_median(m, 0) : NAN);
+        snprintf(what, sizeof(what),
+                 "%sp99 %s-to-delivery at depth 10k, %s, %d producer%s, lowest",
                  lat[t].also, lat[t].kind, lat[t].how, lat[t].np, ps);
         target_line(what, worst, buf, worst >= 1,
                     target_by_rep(m, consumers, nconsumers, 1), false,

@@ -17,8 +17,8 @@ int main(void)
         return 1;
     }
     int64_t now = dq_now();
-    dq_msg late = {.target = handler, .what = 2};
-    dq_msg early = {.target = handler, .what = 1};
+    dq_msg late = { .target = handler, .what = 2 };
+    dq_msg early = { .target = handler, .what = 1 };
     if (dq_post_at(q, &late, now + 2000000, NULL) != 0 ||
         dq_post_at(q, &early, now + 1000000, NULL) != 0) {
         fprintf(stderr, "dq_post_at failed\n");
@@ -34,7 +34,8 @@ int main(void)
     }
     dq_unref(q);
     if (got[0].what != 1 || got[1].what != 2) {
-        fprintf(stderr, "out of order: %d then %d\n", (int)got[0].what, (int)got[1].what);
+        fprintf(stderr, "out of order: %d then %d\n", (int)got[0].what,
+                (int)got[1].what);
         return 1;
     }
     printf("deliqueue %s: 2 messages in time order\n", dq_atomics());

@@ -23,7 +23,7 @@
    can't collide with it because dq_post_at maps when == 0 to the front. */
 typedef struct legacy_node {
     struct legacy_node *next;
-    dq_msg msg;             /* msg.target == NULL: a sync barrier */
+    dq_msg msg; /* msg.target == NULL: a sync barrier */
     int64_t when;
     dq_token tok;
 } legacy_node;
@@ -35,13 +35,13 @@ typedef struct legacy_idle {
 
 struct dq_legacy {
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* CLOCK_MONOTONIC; consumer waits here */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC; consumer waits here */
     legacy_node *head, *tail;
-    size_t pending;             /* messages, barriers not counted */
+    size_t pending; /* messages, barriers not counted */
     dq_options opts;
-    bool quitting;              /* any quit: posts and idle-handler adds refused */
-    bool quit_now;              /* dq_legacy_quit (after quit_safely too) */
-    bool closed;                /* quit_now, or the quit_safely drain has
+    bool quitting; /* any quit: posts and idle-handler adds refused */
+    bool quit_now; /* dq_legacy_quit (after quit_safely too) */
+    bool closed;   /* quit_now, or the quit_safely drain has
                                    ended: nothing is left to remove */
     bool consumer_set;
     bool consumer_waiting;
@@ -57,8 +57,8 @@ static _Atomic uint64_t legacy_token_counter;
 
 static dq_token legacy_new_token(bool barrier)
 {
-    uint64_t n = atomic_fetch_add_explicit(&legacy_token_counter, 1,
-                                           memory_order_relaxed) + 1;
+    uint64_t n =
+        atomic_fetch_add_explicit(&legacy_token_counter, 1, memory_order_relaxed) + 1;
     return (n << 1) | (barrier ? 1u : 0u);
 }
 
@@ -79,8 +79,7 @@ dq_legacy *dq_legacy_create(const dq_options *opts)
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (pthread_mutex_init(&q->mu, NULL) != 0 ||
-        pthread_cond_init(&q->cv, &ca) != 0) {
+    if (pthread_mutex_init(&q->mu, NULL) != 0 || pthread_cond_init(&q->cv, &ca) != 0) {
         pthread_condattr_destroy(&ca);
         free(q);
         errno = ENOMEM;
@@ -159,7 +158,7 @@ static void legacy_insert(dq_legacy *q, legacy_node *n)
         q->head = n;
         return;
     }
-    if (n->when >= q->tail->when) {         /* the tail fast path */
+    if (n->when >= q->tail->when) { /* the tail fast path */
         q->tail->next = n;
         q->tail = n;
         return;
@@ -178,8 +177,8 @@ static void legacy_insert(dq_legacy *q, legacy_node *n)
         q->tail = n;
 }
 
-static int legacy_enqueue(dq_legacy *q, const dq_msg *m, int64_t when,
-                          bool barrier, dq_token *tok)
+static int legacy_enqueue(dq_legacy *q, const dq_msg *m, int64_t when, bool barrier,
+                          dq_token *tok)
 {
     legacy_node *n = malloc(sizeof *n);
     if (n == NULL)
@@ -196,7 +195,7 @@ static int legacy_enqueue(dq_legacy *q, const dq_msg *m, int64_t when,
         return -ESHUTDOWN;
     }
     if (barrier)
-        when = dq_now();            /* like postSyncBarrier: at now */
+        when = dq_now(); /* like postSyncBarrier: at now */
     n->when = when;
     n->msg.when = when;
     n->tok = legacy_new_token(barrier);
@@ -225,8 +224,7 @@ int dq_legacy_post(dq_legacy *q, const dq_msg *m, dq_token *tok)
     return legacy_enqueue(q, m, dq_now(), false, tok);
 }
 
-int dq_legacy_post_delayed(dq_legacy *q, const dq_msg *m, int64_t delay,
-                           dq_token *tok)
+int dq_legacy_post_delayed(dq_legacy *q, const dq_msg *m, int64_t delay, dq_token *tok)
 {
     if (q == NULL || dq_msg_check(m) != 0)
         return -EINVAL;
@@ -266,7 +264,7 @@ int dq_legacy_cancel(dq_legacy *q, dq_token tok)
     if (q == NULL || tok == 0)
         return -EINVAL;
     pthread_mutex_lock(&q->mu);
-    if (q->closed) {            /* every message and barrier is gone */
+    if (q->closed) { /* every message and barrier is gone */
         pthread_mutex_unlock(&q->mu);
         return -ENOENT;
     }
@@ -291,7 +289,7 @@ int dq_legacy_remove_sync_barrier(dq_legacy *q, dq_token tok)
     if (q == NULL || tok == 0)
         return -EINVAL;
     pthread_mutex_lock(&q->mu);
-    if (q->closed) {            /* as dq_cancel */
+    if (q->closed) { /* as dq_cancel */
         pthread_mutex_unlock(&q->mu);
         return -ENOENT;
     }
@@ -372,7 +370,7 @@ int dq_legacy_add_idle_handler(dq_legacy *q, bool (*fn)(void *ctx), void *ctx)
             }
         }
         if (rc == 0)
-            q->idle[q->idle_len++] = (legacy_idle){fn, ctx};
+            q->idle[q->idle_len++] = (legacy_idle){ fn, ctx };
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -433,9 +431,8 @@ static void consumer_run_idle(dq_legacy *q)
 static legacy_node *consumer_candidate(dq_legacy *q, legacy_node **prev_out)
 {
     legacy_node *prev = NULL, *p = q->head;
-    if (p != NULL && p->msg.target == NULL) {   /* barrier: next async only */
-        while (p != NULL && (p->msg.target == NULL ||
-                             (p->msg.flags & DQ_ASYNC) == 0)) {
+    if (p != NULL && p->msg.target == NULL) { /* barrier: next async only */
+        while (p != NULL && (p->msg.target == NULL || (p->msg.flags & DQ_ASYNC) == 0)) {
             prev = p;
             p = p->next;
         }
@@ -522,7 +519,7 @@ int dq_legacy_next_until(dq_legacy *q, dq_msg *out, int64_t deadline)
             break;
         if (!idle_ran && q->idle_len != 0) {
             idle_ran = true;
-            consumer_run_idle(q);       /* may drop and retake the mutex */
+            consumer_run_idle(q); /* may drop and retake the mutex */
             rc = consumer_take(q, out, &due, &leftover);
             if (rc != -EAGAIN)
                 break;
@@ -572,7 +569,7 @@ void dq_legacy_quit(dq_legacy *q)
         return;
     legacy_node *chain = NULL;
     pthread_mutex_lock(&q->mu);
-    if (!q->quit_now) {         /* quit after quit_safely drops the rest */
+    if (!q->quit_now) { /* quit after quit_safely drops the rest */
         q->quitting = true;
         q->quit_now = true;
         q->closed = true;
@@ -593,7 +590,7 @@ void dq_legacy_quit_safely(dq_legacy *q)
         q->quitting = true;
         int64_t now = dq_now();
         legacy_node *prev = NULL, *p = q->head;
-        while (p != NULL && p->when <= now) {   /* sorted: due ones first */
+        while (p != NULL && p->when <= now) { /* sorted: due ones first */
             prev = p;
             p = p->next;
         }
@@ -620,7 +617,7 @@ size_t dq_legacy_pending(dq_legacy *q)
     if (q == NULL)
         return 0;
     pthread_mutex_lock(&q->mu);
-    size_t n = q->closed ? 0 : q->pending;     /* as dq_pending */
+    size_t n = q->closed ? 0 : q->pending; /* as dq_pending */
     pthread_mutex_unlock(&q->mu);
     return n;
 }

@@ -28,7 +28,7 @@ static void setup(void)
 {
     discards = 0;
     dq_test_clock_set(1000000000);
-    dq_options o = {.on_discard = count_discard};
+    dq_options o = { .on_discard = count_discard };
     q = dq_legacy_create(&o);
     cr_assert_not_null(q);
 }
@@ -43,7 +43,7 @@ TestSuite(legacy, .init = setup, .fini = teardown);
 
 static dq_msg msg(const void *target, int32_t what, int32_t arg1)
 {
-    dq_msg m = {.target = target, .what = what, .arg1 = arg1};
+    dq_msg m = { .target = target, .what = what, .arg1 = arg1 };
     return m;
 }
 
@@ -58,14 +58,19 @@ Test(legacy, order_when_then_fifo)
 {
     int64_t now = dq_now();
     dq_msg m = msg(&target_a, 0, 0);
-    m.arg1 = 1; cr_assert_eq(dq_legacy_post_at(q, &m, now + 30, NULL), 0);
-    m.arg1 = 2; cr_assert_eq(dq_legacy_post_at(q, &m, now + 10, NULL), 0);
-    m.arg1 = 3; cr_assert_eq(dq_legacy_post_at(q, &m, now + 10, NULL), 0);
-    m.arg1 = 4; cr_assert_eq(dq_legacy_post_at(q, &m, now + 20, NULL), 0);
-    m.arg1 = 5; cr_assert_eq(dq_legacy_post_at(q, &m, now + 30, NULL), 0);
+    m.arg1 = 1;
+    cr_assert_eq(dq_legacy_post_at(q, &m, now + 30, NULL), 0);
+    m.arg1 = 2;
+    cr_assert_eq(dq_legacy_post_at(q, &m, now + 10, NULL), 0);
+    m.arg1 = 3;
+    cr_assert_eq(dq_legacy_post_at(q, &m, now + 10, NULL), 0);
+    m.arg1 = 4;
+    cr_assert_eq(dq_legacy_post_at(q, &m, now + 20, NULL), 0);
+    m.arg1 = 5;
+    cr_assert_eq(dq_legacy_post_at(q, &m, now + 30, NULL), 0);
     cr_assert_eq(dq_legacy_pending(q), 5);
     dq_msg out;
-    cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);   /* never early */
+    cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN); /* never early */
     dq_test_clock_advance(30);
     cr_assert_eq(next_arg1(), 2);
     cr_assert_eq(next_arg1(), 3);
@@ -80,8 +85,10 @@ Test(legacy, front_posts_are_lifo_and_first)
 {
     dq_msg m = msg(&target_a, 0, 1);
     cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);
-    m.arg1 = 2; cr_assert_eq(dq_legacy_post_at_front(q, &m, NULL), 0);
-    m.arg1 = 3; cr_assert_eq(dq_legacy_post_at(q, &m, 0, NULL), 0);
+    m.arg1 = 2;
+    cr_assert_eq(dq_legacy_post_at_front(q, &m, NULL), 0);
+    m.arg1 = 3;
+    cr_assert_eq(dq_legacy_post_at(q, &m, 0, NULL), 0);
     dq_msg out;
     cr_assert_eq(dq_legacy_try_next(q, &out), 0);
     cr_assert_eq(out.arg1, 3);
@@ -93,7 +100,7 @@ Test(legacy, front_posts_are_lifo_and_first)
 Test(legacy, delay_rules)
 {
     dq_msg m = msg(&target_a, 0, 1);
-    cr_assert_eq(dq_legacy_post_delayed(q, &m, -5, NULL), 0);   /* due now */
+    cr_assert_eq(dq_legacy_post_delayed(q, &m, -5, NULL), 0); /* due now */
     m.arg1 = 2;
     cr_assert_eq(dq_legacy_post_delayed(q, &m, INT64_MAX, NULL), 0);
     dq_msg out;
@@ -102,7 +109,7 @@ Test(legacy, delay_rules)
     cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
     dq_test_clock_set(INT64_MAX);
     cr_assert_eq(dq_legacy_try_next(q, &out), 0);
-    cr_assert_eq(out.when, INT64_MAX);                   /* saturated */
+    cr_assert_eq(out.when, INT64_MAX); /* saturated */
 }
 
 Test(legacy, errors)
@@ -120,7 +127,7 @@ Test(legacy, errors)
     cr_assert_eq(dq_legacy_cancel(NULL, 2), -EINVAL);
     cr_assert_eq(dq_legacy_remove_sync_barrier(q, 0), -EINVAL);
     cr_assert_eq(dq_legacy_remove(q, NULL), 0);
-    dq_match mt = {.target = &target_a, .fields = 8};
+    dq_match mt = { .target = &target_a, .fields = 8 };
     cr_assert_eq(dq_legacy_remove(q, &mt), 0);
     cr_assert(!dq_legacy_has(q, &mt));
     cr_assert_eq(dq_legacy_try_next(q, NULL), -EINVAL);
@@ -138,19 +145,25 @@ Test(legacy, cancel_by_token)
     cr_assert_neq(t1, t2);
     cr_assert_eq(dq_legacy_cancel(q, t1), 0);
     cr_assert_eq(discards, 1);
-    cr_assert_eq(dq_legacy_cancel(q, t1), -ENOENT);      /* double cancel */
+    cr_assert_eq(dq_legacy_cancel(q, t1), -ENOENT); /* double cancel */
     cr_assert_eq(dq_legacy_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(dq_legacy_cancel(q, b), -EINVAL);       /* barrier token */
+    cr_assert_eq(dq_legacy_cancel(q, b), -EINVAL); /* barrier token */
     cr_assert_eq(dq_legacy_remove_sync_barrier(q, b), 0);
     cr_assert_eq(dq_legacy_remove_sync_barrier(q, b), -ENOENT);
-    cr_assert_eq(dq_legacy_cancel(q, b), -ENOENT);      /* a removed barrier's: stale */
+    cr_assert_eq(dq_legacy_cancel(q, b), -ENOENT); /* a removed barrier's: stale */
     cr_assert_eq(next_arg1(), 7);
-    cr_assert_eq(dq_legacy_cancel(q, t2), -ENOENT);      /* delivered */
+    cr_assert_eq(dq_legacy_cancel(q, t2), -ENOENT); /* delivered */
     cr_assert_eq(discards, 1);
 }
 
-static void cb1(dq_msg *m) { (void)m; }
-static void cb2(dq_msg *m) { (void)m; }
+static void cb1(dq_msg *m)
+{
+    (void)m;
+}
+static void cb2(dq_msg *m)
+{
+    (void)m;
+}
 
 Test(legacy, remove_and_has_every_field_combination)
 {
@@ -165,8 +178,11 @@ Test(legacy, remove_and_has_every_field_combination)
         }
         dq_msg other = msg(&target_b, 0, 100);
         cr_assert_eq(dq_legacy_post(q, &other, NULL), 0);
-        dq_match mt = {.target = &target_a, .fields = fields, .what = 1,
-                       .obj = &obj2, .callback = cb2};
+        dq_match mt = { .target = &target_a,
+                        .fields = fields,
+                        .what = 1,
+                        .obj = &obj2,
+                        .callback = cb2 };
         size_t expect = 8;
         for (uint32_t f = 1; f <= 4; f <<= 1)
             if (fields & f)
@@ -175,9 +191,9 @@ Test(legacy, remove_and_has_every_field_combination)
         cr_assert_eq(dq_legacy_remove(q, &mt), expect, "fields %u", fields);
         cr_assert(!dq_legacy_has(q, &mt));
         cr_assert_eq(dq_legacy_pending(q), 9 - expect);
-        dq_match all = {.target = &target_a};
+        dq_match all = { .target = &target_a };
         dq_legacy_remove(q, &all);
-        dq_match b = {.target = &target_b};
+        dq_match b = { .target = &target_b };
         cr_assert_eq(dq_legacy_remove(q, &b), 1);
         cr_assert_eq(dq_legacy_pending(q), 0);
     }
@@ -186,14 +202,17 @@ Test(legacy, remove_and_has_every_field_combination)
 Test(legacy, barrier_holds_sync_passes_async)
 {
     dq_msg m = msg(&target_a, 0, 1);
-    cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);        /* before barrier */
+    cr_assert_eq(dq_legacy_post(q, &m, NULL), 0); /* before barrier */
     dq_token b;
     dq_test_clock_advance(1);
     cr_assert_eq(dq_legacy_post_sync_barrier(q, &b), 0);
-    m.arg1 = 2; cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);
-    m.arg1 = 3; m.flags = DQ_ASYNC;
+    m.arg1 = 2;
     cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);
-    m.arg1 = 4; m.flags = 0;
+    m.arg1 = 3;
+    m.flags = DQ_ASYNC;
+    cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);
+    m.arg1 = 4;
+    m.flags = 0;
     cr_assert_eq(dq_legacy_post_at_front(q, &m, NULL), 0); /* ahead of it */
     cr_assert_eq(next_arg1(), 4);
     cr_assert_eq(next_arg1(), 1);
@@ -227,8 +246,10 @@ Test(legacy, quit_safely_delivers_due)
 {
     dq_msg m = msg(&target_a, 0, 1);
     dq_legacy_post(q, &m, NULL);
-    m.arg1 = 2; dq_legacy_post_delayed(q, &m, 100, NULL);
-    m.arg1 = 3; dq_legacy_post_at_front(q, &m, NULL);
+    m.arg1 = 2;
+    dq_legacy_post_delayed(q, &m, 100, NULL);
+    m.arg1 = 3;
+    dq_legacy_post_at_front(q, &m, NULL);
     dq_legacy_quit_safely(q);
     cr_assert_eq(discards, 1);
     cr_assert_eq(discarded_arg1[0], 2);
@@ -248,21 +269,31 @@ Test(legacy, destroy_reports_pending)
     dq_legacy_post_sync_barrier(q, &b);
     dq_legacy_destroy(q);
     q = NULL;
-    cr_assert_eq(discards, 2);                  /* barriers are not reported */
+    cr_assert_eq(discards, 2); /* barriers are not reported */
 }
 
 static void *advance_later(void *arg)
 {
     (void)arg;
-    struct timespec ts = {0, 2000000};
+    struct timespec ts = { 0, 2000000 };
     nanosleep(&ts, NULL);
     dq_test_clock_advance(50);
     return NULL;
 }
 
 static int idle_calls;
-static bool idle_once(void *ctx) { (void)ctx; idle_calls++; return false; }
-static bool idle_keep(void *ctx) { (void)ctx; idle_calls++; return true; }
+static bool idle_once(void *ctx)
+{
+    (void)ctx;
+    idle_calls++;
+    return false;
+}
+static bool idle_keep(void *ctx)
+{
+    (void)ctx;
+    idle_calls++;
+    return true;
+}
 
 Test(legacy, idle_handlers)
 {
@@ -341,5 +372,5 @@ Test(legacy, try_next_runs_idle_handlers)
     dq_msg out;
     cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
     cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
-    cr_assert_eq(idle_calls, 1);                /* removed after false */
+    cr_assert_eq(idle_calls, 1); /* removed after false */
 }

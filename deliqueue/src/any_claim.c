@@ -184,8 +184,8 @@ bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s)
     }
     /* acq_rel as in claim_token */
     if (atomic_compare_exchange_strong_explicit(
-            &n->state, &s, dq_state_with_life(s, DQ_REMOVED),
-            memory_order_acq_rel, memory_order_relaxed)) {
+            &n->state, &s, dq_state_with_life(s, DQ_REMOVED), memory_order_acq_rel,
+            memory_order_relaxed)) {
         dq_report_discard(w->q, n);
         if (dq_trace_on())
             dq_trace_remove(w->q, n->msg.what);
@@ -275,13 +275,14 @@ bool dq_is_idle(dq_queue *q)
     }
     bool idle = true;
     depth = 0;
-    for (dq_node *n = dq_walk_first(q); n != NULL && idle; n = dq_walk_next(n), depth++) {
+    for (dq_node *n = dq_walk_first(q); n != NULL && idle;
+         n = dq_walk_next(n), depth++) {
         uint64_t s;
         if (!dq_pending_message(n, &s) || n->due > now)
             continue;
-        bool held = have_barrier && !(n->msg.flags & DQ_ASYNC) &&
-                    (n->due > barrier_due ||
-                     (n->due == barrier_due && depth < barrier_depth));
+        bool held =
+            have_barrier && !(n->msg.flags & DQ_ASYNC) &&
+            (n->due > barrier_due || (n->due == barrier_due && depth < barrier_depth));
         idle = held;
     }
     walk_end(core, e);

@@ -81,7 +81,8 @@ dq_fd_state *dq_fd_state_get(dq_queue *q, int *err)
     atomic_init(&fs->epoll_sleep, false);
     fs->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     fs->epfd = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
+                              .data.u64 = DQ_FD_WAKE_DATA };
     if (fs->wake_fd < 0 || fs->epfd < 0 ||
         epoll_ctl(fs->epfd, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
         *err = -errno;
@@ -91,9 +92,8 @@ dq_fd_state *dq_fd_state_get(dq_queue *q, int *err)
     dq_fd_state *none = NULL;
     /* release: the state is complete before any thread can reach it;
        acquire on failure: we use the winner's state */
-    if (!atomic_compare_exchange_strong_explicit(&q->fd_state, &none, fs,
-                                                 memory_order_acq_rel,
-                                                 memory_order_acquire)) {
+    if (!atomic_compare_exchange_strong_explicit(
+            &q->fd_state, &none, fs, memory_order_acq_rel, memory_order_acquire)) {
         fd_state_destroy(fs);
         return none;
     }
@@ -177,12 +177,13 @@ static bool quitting(dq_queue *q)
            atomic_load_explicit(&q->quit_mode, memory_order_relaxed) != DQ_RUNNING;
 }
 
-static int fd_add_locked(dq_fd_state *fs, int fd, uint32_t events,
-                         dq_fd_listener fn, void *ctx)
+static int fd_add_locked(dq_fd_state *fs, int fd, uint32_t events, dq_fd_listener fn,
+                         void *ctx)
 {
     dq_fd_entry *e = dq_fd_find_locked(fs, fd);
     uint64_t serial = fs->next_serial;
-    struct epoll_event ev = { .events = dq_fd_epoll_events(events), .data.u64 = serial };
+    struct epoll_event ev = { .events = dq_fd_epoll_events(events),
+                              .data.u64 = serial };
     if (e != NULL) {
         if (epoll_ctl(fs->epfd, EPOLL_CTL_MOD, fd, &ev) != 0) {
             /* ENOENT: the watched fd was closed and its number now names
@@ -205,14 +206,17 @@ static int fd_add_locked(dq_fd_state *fs, int fd, uint32_t events,
             return -errno;
         e = &fs->entries[fs->count++];
     }
-    *e = (dq_fd_entry){ .fd = fd, .events = events, .fn = fn, .ctx = ctx, .serial = serial };
+    *e = (dq_fd_entry){
+        .fd = fd, .events = events, .fn = fn, .ctx = ctx, .serial = serial
+    };
     fs->next_serial++;
     /* relaxed: a hint for the consumer, which then takes the lock */
     atomic_fetch_add_explicit(&fs->gen, 1, memory_order_relaxed);
     return 0;
 }
 
-int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn, void *ctx)
+int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn,
+                       void *ctx)
 {
     if (q == NULL || fn == NULL || fd < 0 || (events & ~DQ_EVENT_ALL) != 0)
         return -EINVAL;
@@ -261,10 +265,17 @@ bool dq_fd_signal(dq_queue *q)
     (void)q;
     return false;
 }
-void dq_fd_free(dq_queue *q) { (void)q; }
-void dq_fd_drop_all(dq_queue *q) { (void)q; }
+void dq_fd_free(dq_queue *q)
+{
+    (void)q;
+}
+void dq_fd_drop_all(dq_queue *q)
+{
+    (void)q;
+}
 
-int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn, void *ctx)
+int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn,
+                       void *ctx)
 {
     (void)ctx;
     if (q == NULL || fn == NULL || fd < 0 || (events & ~DQ_EVENT_ALL) != 0)

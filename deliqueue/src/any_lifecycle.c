@@ -231,9 +231,8 @@ static void raise_quit_mode(dq_queue *q, int mode)
     /* relaxed: the CAS's first guess */
     int old = atomic_load_explicit(&q->quit_mode, memory_order_relaxed);
     while (old < mode &&
-           !atomic_compare_exchange_weak_explicit(&q->quit_mode, &old, mode,
-                                                  memory_order_seq_cst,
-                                                  memory_order_relaxed))
+           !atomic_compare_exchange_weak_explicit(
+               &q->quit_mode, &old, mode, memory_order_seq_cst, memory_order_relaxed))
         ;
 }
 
@@ -280,9 +279,8 @@ void dq_quit_safely(dq_queue *q)
     /* relaxed: only quit_safely callers read it, each through its own RMW
        on it.  The first quit_safely's time stands (a failed CAS leaves it
        in cut); a racing one trims with it too. */
-    if (atomic_compare_exchange_strong_explicit(&q->quit_time, &cut, now,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(
+            &q->quit_time, &cut, now, memory_order_relaxed, memory_order_relaxed))
         cut = now;
     dq_claim_due_after(q, cut);
     raise_quit_mode(q, DQ_QUIT_SAFELY);

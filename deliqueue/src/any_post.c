@@ -21,9 +21,8 @@
    consumer; only the caller whose CAS wins pays for the syscall. */
 static void wake_sleeper(dq_queue *q, int64_t seen)
 {
-    if (atomic_compare_exchange_strong_explicit(&q->sleep, &seen, DQ_AWAKE,
-                                                memory_order_seq_cst,
-                                                memory_order_relaxed)) {
+    if (atomic_compare_exchange_strong_explicit(
+            &q->sleep, &seen, DQ_AWAKE, memory_order_seq_cst, memory_order_relaxed)) {
         /* a consumer watching fds may sleep in epoll */
         if (!dq_fd_signal(q))
             dq_event_signal(&q->wake);
@@ -51,8 +50,8 @@ void dq_wake_consumer(dq_queue *q)
    before a concurrent barrier post all sort before the barrier.  Out of
    line: a post to a busy looper never comes here.  Returns the post's
    result (0), so the post ends in a tail call. */
-static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s,
-                                                   int64_t due, bool async)
+static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s, int64_t due,
+                                                   bool async)
 {
     int64_t deadline = s & ~DQ_HELD;
     if (due >= deadline)
@@ -80,8 +79,8 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
        through this CAS; it only decides between us and a guessed token's
        claim (acq_rel there), which already read what it reports */
     if (!atomic_compare_exchange_strong_explicit(
-            &n->state, &s, dq_state_make(gen, barrier, DQ_FREE),
-            memory_order_relaxed, memory_order_relaxed)) {
+            &n->state, &s, dq_state_make(gen, barrier, DQ_FREE), memory_order_relaxed,
+            memory_order_relaxed)) {
         if (tok != NULL)
             *tok = dq_node_token(n, gen);
         return 0;
@@ -101,14 +100,15 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
    to ABA. */
 static _Thread_local struct {
     const dq_queue *q; /* NULL: no contention seen on the last push */
-    uintptr_t       top;
+    uintptr_t top;
 } contended_push;
 
 /* A push succeeded: hand out the token and wake a sleeping consumer.
    Returns the post's result (0). */
-static inline __attribute__((always_inline)) int
-post_pushed(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
-            uint64_t gen, dq_token *tok)
+static inline __attribute__((always_inline)) int post_pushed(dq_node *n, dq_queue *q,
+                                                             const dq_msg *m,
+                                                             int64_t due, uint64_t gen,
+                                                             dq_token *tok)
 {
     if (tok != NULL)
         *tok = dq_node_token(n, gen);
@@ -125,9 +125,10 @@ post_pushed(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
    failure): retry with the top it returned, then remember the top we
    installed for this thread's next push here (contended_push).  Out of
    line, as post_refused. */
-static __attribute__((noinline)) int
-post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
-                    bool barrier, uint64_t gen, uintptr_t top, dq_token *tok)
+static __attribute__((noinline)) int post_push_contended(dq_node *n, dq_queue *q,
+                                                         const dq_msg *m, int64_t due,
+                                                         bool barrier, uint64_t gen,
+                                                         uintptr_t top, dq_token *tok)
 {
     for (;;) {
         if (__builtin_expect(top & DQ_TOP_QUIT, 0))
@@ -153,13 +154,12 @@ post_push_contended(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
    instruction overlap it, so a post costs the CAS plus its instruction
    count: every instruction on this path counts (bench/push_decomp). */
 static inline __attribute__((always_inline)) int
-post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
-               bool barrier, dq_token *tok)
+post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due, bool barrier,
+               dq_token *tok)
 {
     /* The node is ours until the push: plain writes, published by the
        push CAS (release). */
-    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state,
-                                                     memory_order_relaxed));
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
     dq_node_set_msg(n, m);
     n->due = due;
     /* relaxed: read only by dq_cancel after it has matched the generation
@@ -189,7 +189,8 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
        relaxed, the retry only needs the fresh top. */
     if (__builtin_expect(!atomic_compare_exchange_weak_explicit(
                              &q->top, &top, (uintptr_t)n, memory_order_seq_cst,
-                             memory_order_relaxed), 0))
+                             memory_order_relaxed),
+                         0))
         return post_push_contended(n, q, m, due, barrier, gen, top, tok);
     contended_push.q = NULL; /* one store: cheaper here than a test */
     return post_pushed(n, q, m, due, gen, tok);
@@ -197,8 +198,7 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due,
 
 /* The pool cache ran dry: refill it, then post (a tail call from post_node). */
 static __attribute__((noinline)) int
-post_node_refill(dq_queue *q, const dq_msg *m, int64_t due, bool barrier,
-                 dq_token *tok)
+post_node_refill(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok)
 {
     dq_node *n = dq_pool_get_slow();
     if (n == NULL)
@@ -215,9 +215,9 @@ post_node(dq_queue *q, const dq_msg *m, int64_t due, bool barrier, dq_token *tok
 }
 
 /* Tracing on: the post's event, then the post (trace.h). */
-static __attribute__((noinline)) int
-post_traced(dq_queue *q, const dq_msg *m, int64_t when, int64_t due, bool barrier,
-            dq_token *tok)
+static __attribute__((noinline)) int post_traced(dq_queue *q, const dq_msg *m,
+                                                 int64_t when, int64_t due,
+                                                 bool barrier, dq_token *tok)
 {
     dq_trace_post(q, barrier ? 0 : m->what, when, barrier);
     int err = post_node(q, m, due, barrier, tok);

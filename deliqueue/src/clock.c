@@ -25,8 +25,7 @@ static _Atomic int64_t manual_now = -1;
 
 void dq_test_clock_set(int64_t now_ns)
 {
-    atomic_store_explicit(&manual_now, now_ns < 0 ? 0 : now_ns,
-                          memory_order_relaxed);
+    atomic_store_explicit(&manual_now, now_ns < 0 ? 0 : now_ns, memory_order_relaxed);
 }
 
 void dq_test_clock_advance(int64_t delta_ns)
@@ -37,9 +36,8 @@ void dq_test_clock_advance(int64_t delta_ns)
     int64_t now = atomic_load_explicit(&manual_now, memory_order_relaxed);
     while (now >= 0) {
         int64_t next = now > INT64_MAX - delta_ns ? INT64_MAX : now + delta_ns;
-        if (atomic_compare_exchange_weak_explicit(&manual_now, &now, next,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
+        if (atomic_compare_exchange_weak_explicit(
+                &manual_now, &now, next, memory_order_relaxed, memory_order_relaxed))
             return;
     }
 }
@@ -64,8 +62,14 @@ int64_t dq_now(void)
 
 #else
 
-int dq_clock_is_manual(void) { return 0; }
+int dq_clock_is_manual(void)
+{
+    return 0;
+}
 
-int64_t dq_now(void) { return dq_clock_real(); }
+int64_t dq_now(void)
+{
+    return dq_clock_real();
+}
 
 #endif

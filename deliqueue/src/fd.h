@@ -49,7 +49,7 @@
 
 /* epoll data of the queue's own eventfd; listeners' data are their
    serials, which start at 1. */
-#define DQ_FD_WAKE_DATA 0
+#define DQ_FD_WAKE_DATA   0
 /* The eventfd is edge-triggered: every write queues an event, which the
    wait consumes, so the consumer never has to read (drain) it. */
 #define DQ_FD_WAKE_EVENTS (EPOLLIN | EPOLLET)
@@ -58,32 +58,32 @@ typedef struct dq_fd_state dq_fd_state;
 
 #ifdef DQ_FD_SUPPORTED
 typedef struct dq_fd_entry {
-    int            fd;
-    uint32_t       events; /* DQ_EVENT_* watched (ERROR always reported) */
+    int fd;
+    uint32_t events; /* DQ_EVENT_* watched (ERROR always reported) */
     dq_fd_listener fn;
-    void          *ctx;
-    uint64_t       serial; /* this registration's epoll data; never reused */
+    void *ctx;
+    uint64_t serial; /* this registration's epoll data; never reused */
 } dq_fd_entry;
 
 /* One ready listener as the consumer took it from a poll. */
 typedef struct dq_fd_ready {
-    int            fd;
-    uint32_t       events; /* what occurred, as DQ_EVENT_* */
-    uint32_t       watched;
+    int fd;
+    uint32_t events; /* what occurred, as DQ_EVENT_* */
+    uint32_t watched;
     dq_fd_listener fn;
-    void          *ctx;
-    uint64_t       serial;
+    void *ctx;
+    uint64_t serial;
 } dq_fd_ready;
 
 struct dq_fd_state {
     pthread_mutex_t lock;
-    dq_fd_entry    *entries;      /* unordered; one per fd */
-    size_t          count, capacity;
-    uint64_t        next_serial;
-    bool            dropped;      /* teardown: listeners gone, adds refused */
-    bool            rebuild_wanted; /* a closed fd may linger in the epoll set */
-    int             epfd;         /* the watched set plus wake_fd */
-    int             wake_fd;      /* eventfd */
+    dq_fd_entry *entries; /* unordered; one per fd */
+    size_t count, capacity;
+    uint64_t next_serial;
+    bool dropped;        /* teardown: listeners gone, adds refused */
+    bool rebuild_wanted; /* a closed fd may linger in the epoll set */
+    int epfd;            /* the watched set plus wake_fd */
+    int wake_fd;         /* eventfd */
     /* bumped (relaxed, under lock) by every change to entries: the
        consumer re-checks a listener it took from a poll only when this
        moved since */
@@ -95,15 +95,15 @@ struct dq_fd_state {
     _Atomic bool epoll_sleep;
 
     /* -- looper only below -- */
-    bool     active;              /* wait in epoll: fds watched or backend in use */
-    bool     parked;              /* dq_try_next answered -EAGAIN in backend
+    bool active;            /* wait in epoll: fds watched or backend in use */
+    bool parked;            /* dq_try_next answered -EAGAIN in backend
                                      mode: the sleep word is still published */
-    int      backend_fd;          /* epoll of {epfd, timer_fd}, or -1 */
-    int      timer_fd;            /* timerfd at the next due time, or -1 */
-    int64_t  timer_deadline;      /* what timer_fd is armed to, INT64_MAX: disarmed */
-    int64_t  polled_at;           /* dq_now() read before the last poll began */
+    int backend_fd;         /* epoll of {epfd, timer_fd}, or -1 */
+    int timer_fd;           /* timerfd at the next due time, or -1 */
+    int64_t timer_deadline; /* what timer_fd is armed to, INT64_MAX: disarmed */
+    int64_t polled_at;      /* dq_now() read before the last poll began */
     uint32_t delivered_since_poll;
-    int      pending;             /* events of a blocking wait, to dispatch */
+    int pending; /* events of a blocking wait, to dispatch */
     struct epoll_event events[DQ_FD_BATCH];
     dq_fd_ready ready[DQ_FD_BATCH];
 };

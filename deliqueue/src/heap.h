@@ -39,7 +39,7 @@ typedef struct dq_heap_elem {
 #define DQ_HEAP_NONE UINT32_MAX
 
 typedef struct dq_heap_slot {
-    dq_key        key;
+    dq_key key;
     dq_heap_elem *elem;
 } dq_heap_slot;
 
@@ -54,13 +54,13 @@ typedef struct dq_heap_slot {
    first and last slots are always live. */
 typedef struct dq_heap {
     dq_heap_slot *slots;
-    uint32_t      count;
-    uint32_t      capacity;
+    uint32_t count;
+    uint32_t capacity;
     dq_heap_slot *run;
-    uint32_t      run_head; /* ring position of the run's first slot */
-    uint32_t      run_len;  /* slots from run_head to its last live one */
-    uint32_t      run_live; /* live elements in the run */
-    uint32_t      run_cap;  /* 0 or a power of two */
+    uint32_t run_head; /* ring position of the run's first slot */
+    uint32_t run_len;  /* slots from run_head to its last live one */
+    uint32_t run_live; /* live elements in the run */
+    uint32_t run_cap;  /* 0 or a power of two */
 } dq_heap;
 
 #define DQ_HEAP_RUN (UINT32_C(1) << 31) /* in an elem's index: a run position */
@@ -95,7 +95,7 @@ static inline uint32_t dq_heap_size(const dq_heap *h)
    others: collect first. */
 typedef struct dq_heap_segment {
     const dq_heap_slot *slots;
-    uint32_t            n;
+    uint32_t n;
 } dq_heap_segment;
 
 /* Fills seg[0 .. k) with the non-empty runs and returns k (0 to 3). */
@@ -122,8 +122,8 @@ static inline int dq_heap_segments(const dq_heap *h, dq_heap_segment seg[3])
        for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) ... */
 typedef struct dq_heap_iter {
     dq_heap_segment seg[3];
-    int             k, i; /* segments, the current one */
-    uint32_t        j;    /* the next slot of seg[i] */
+    int k, i;   /* segments, the current one */
+    uint32_t j; /* the next slot of seg[i] */
 } dq_heap_iter;
 
 static inline dq_heap_iter dq_heap_iter_start(const dq_heap *h)
@@ -203,9 +203,8 @@ static inline int dq_heap_reserve_run(dq_heap *h, uint32_t more)
 /* The run's last slot (live), or NULL if the run is empty. */
 static inline const dq_heap_slot *dq_heap_run_last(const dq_heap *h)
 {
-    return h->run_len
-               ? &h->run[(h->run_head + h->run_len - 1) & (h->run_cap - 1)]
-               : NULL;
+    return h->run_len ? &h->run[(h->run_head + h->run_len - 1) & (h->run_cap - 1)]
+                      : NULL;
 }
 
 /* Append e with key k to the run, which has room (dq_heap_reserve_run)
@@ -324,57 +323,54 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
 #endif
 }
 
-#define DQ_HEAP_SIFT_DOWN_BY_INDEX(P, LESS)                                   \
-    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)  \
-    {                                                                         \
-        uint32_t n = h->count;                                                \
-        for (;;) {                                                            \
-            uint32_t child = 2 * i + 1;                                       \
-            if (child >= DQ_HEAP_SIFT_LIMIT(n, 1))                            \
-                break;                                                        \
-            dq_heap_prefetch_grandchildren(h->slots,                          \
-                                           (size_t)i * DQ_HEAP_SLOT_SIZE);    \
-            /* the smaller child, without a branch on the comparison */     \
-            if (child + 1 < n)                                                \
-                child += (uint32_t)LESS(h->slots[child + 1].key,              \
-                                        h->slots[child].key);                 \
-            if (!LESS(h->slots[child].key, s.key))                            \
-                break;                                                        \
-            P##_place(h, i, h->slots[child]);                                 \
-            i = child;                                                        \
-        }                                                                     \
-        P##_place(h, i, s);                                                   \
+#define DQ_HEAP_SIFT_DOWN_BY_INDEX(P, LESS)                                            \
+    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)           \
+    {                                                                                  \
+        uint32_t n = h->count;                                                         \
+        for (;;) {                                                                     \
+            uint32_t child = 2 * i + 1;                                                \
+            if (child >= DQ_HEAP_SIFT_LIMIT(n, 1))                                     \
+                break;                                                                 \
+            dq_heap_prefetch_grandchildren(h->slots, (size_t)i *DQ_HEAP_SLOT_SIZE);    \
+            /* the smaller child, without a branch on the comparison */                \
+            if (child + 1 < n)                                                         \
+                child += (uint32_t)LESS(h->slots[child + 1].key, h->slots[child].key); \
+            if (!LESS(h->slots[child].key, s.key))                                     \
+                break;                                                                 \
+            P##_place(h, i, h->slots[child]);                                          \
+            i = child;                                                                 \
+        }                                                                              \
+        P##_place(h, i, s);                                                            \
     }
 
 /* The division by the slot size is off the critical path: it only feeds
    the element's index, which nothing in the loop reads. */
-#define DQ_HEAP_SIFT_DOWN_BY_OFFSET(P, LESS)                                  \
-    static inline void P##_place_at(dq_heap_slot *slots, size_t off,          \
-                                    dq_heap_slot s)                           \
-    {                                                                         \
-        *dq_heap_slot_at(slots, off) = s;                                     \
-        s.elem->index = (uint32_t)(off / DQ_HEAP_SLOT_SIZE);                  \
-    }                                                                         \
-                                                                              \
-    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)  \
-    {                                                                         \
-        dq_heap_slot *slots = h->slots;                                       \
-        const size_t end = (size_t)h->count * DQ_HEAP_SLOT_SIZE;              \
-        size_t off = (size_t)i * DQ_HEAP_SLOT_SIZE;                           \
-        for (;;) {                                                            \
-            size_t child = 2 * off + DQ_HEAP_SLOT_SIZE;                       \
-            if (child >= DQ_HEAP_SIFT_LIMIT(end, DQ_HEAP_SLOT_SIZE))          \
-                break;                                                        \
-            dq_heap_prefetch_grandchildren(slots, off);                       \
-            if (child + DQ_HEAP_SLOT_SIZE < end)                              \
-                child = dq_heap_pick_smaller(slots, child);                   \
-            const dq_heap_slot *c = dq_heap_slot_at(slots, child);            \
-            if (!LESS(c->key, s.key))                                         \
-                break;                                                        \
-            P##_place_at(slots, off, *c);                                     \
-            off = child;                                                      \
-        }                                                                     \
-        P##_place_at(slots, off, s);                                          \
+#define DQ_HEAP_SIFT_DOWN_BY_OFFSET(P, LESS)                                         \
+    static inline void P##_place_at(dq_heap_slot *slots, size_t off, dq_heap_slot s) \
+    {                                                                                \
+        *dq_heap_slot_at(slots, off) = s;                                            \
+        s.elem->index = (uint32_t)(off / DQ_HEAP_SLOT_SIZE);                         \
+    }                                                                                \
+                                                                                     \
+    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)         \
+    {                                                                                \
+        dq_heap_slot *slots = h->slots;                                              \
+        const size_t end = (size_t)h->count * DQ_HEAP_SLOT_SIZE;                     \
+        size_t off = (size_t)i * DQ_HEAP_SLOT_SIZE;                                  \
+        for (;;) {                                                                   \
+            size_t child = 2 * off + DQ_HEAP_SLOT_SIZE;                              \
+            if (child >= DQ_HEAP_SIFT_LIMIT(end, DQ_HEAP_SLOT_SIZE))                 \
+                break;                                                               \
+            dq_heap_prefetch_grandchildren(slots, off);                              \
+            if (child + DQ_HEAP_SLOT_SIZE < end)                                     \
+                child = dq_heap_pick_smaller(slots, child);                          \
+            const dq_heap_slot *c = dq_heap_slot_at(slots, child);                   \
+            if (!LESS(c->key, s.key))                                                \
+                break;                                                               \
+            P##_place_at(slots, off, *c);                                            \
+            off = child;                                                             \
+        }                                                                            \
+        P##_place_at(slots, off, s);                                                 \
     }
 
 /* Whether key k may follow the run's last slot (NULL: empty run). */
@@ -385,113 +381,112 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
    BY_OFFSET, whose choice is dq_key_less's). */
 #define DQ_HEAP_DEFINE(P, LESS) DQ_HEAP_DEFINE_WITH(P, LESS, DQ_HEAP_SIFT_DOWN_BY_INDEX)
 
-#define DQ_HEAP_DEFINE_WITH(P, LESS, SIFT_DOWN)                               \
-    static inline void P##_place(dq_heap *h, uint32_t i, dq_heap_slot s)      \
-    {                                                                         \
-        h->slots[i] = s;                                                      \
-        s.elem->index = i;                                                    \
-    }                                                                         \
-                                                                              \
-    static inline void P##_sift_up(dq_heap *h, uint32_t i, dq_heap_slot s)    \
-    {                                                                         \
-        while (i > 0) {                                                       \
-            uint32_t parent = (i - 1) / 2;                                    \
-            if (!LESS(s.key, h->slots[parent].key))                           \
-                break;                                                        \
-            P##_place(h, i, h->slots[parent]);                                \
-            i = parent;                                                       \
-        }                                                                     \
-        P##_place(h, i, s);                                                   \
-    }                                                                         \
-                                                                              \
-    SIFT_DOWN(P, LESS)                                                        \
-                                                                              \
+#define DQ_HEAP_DEFINE_WITH(P, LESS, SIFT_DOWN)                                        \
+    static inline void P##_place(dq_heap *h, uint32_t i, dq_heap_slot s)               \
+    {                                                                                  \
+        h->slots[i] = s;                                                               \
+        s.elem->index = i;                                                             \
+    }                                                                                  \
+                                                                                       \
+    static inline void P##_sift_up(dq_heap *h, uint32_t i, dq_heap_slot s)             \
+    {                                                                                  \
+        while (i > 0) {                                                                \
+            uint32_t parent = (i - 1) / 2;                                             \
+            if (!LESS(s.key, h->slots[parent].key))                                    \
+                break;                                                                 \
+            P##_place(h, i, h->slots[parent]);                                         \
+            i = parent;                                                                \
+        }                                                                              \
+        P##_place(h, i, s);                                                            \
+    }                                                                                  \
+                                                                                       \
+    SIFT_DOWN(P, LESS)                                                                 \
+                                                                                       \
     /* Insert e with key k into the binary part.  0 or -ENOMEM (e not   \
-       inserted). */                                                      \
-    static inline int P##_push(dq_heap *h, dq_heap_elem *e, dq_key k)         \
-    {                                                                         \
-        if (h->count == h->capacity) {                                        \
-            int err = dq_heap_reserve(h, h->count + 1);                       \
-            if (err)                                                          \
-                return err;                                                   \
-        }                                                                     \
-        dq_heap_slot s = { k, e };                                            \
-        P##_sift_up(h, h->count++, s);                                        \
-        return 0;                                                             \
-    }                                                                         \
-                                                                              \
+       inserted). */              \
+    static inline int P##_push(dq_heap *h, dq_heap_elem *e, dq_key k)                  \
+    {                                                                                  \
+        if (h->count == h->capacity) {                                                 \
+            int err = dq_heap_reserve(h, h->count + 1);                                \
+            if (err)                                                                   \
+                return err;                                                            \
+        }                                                                              \
+        dq_heap_slot s = { k, e };                                                     \
+        P##_sift_up(h, h->count++, s);                                                 \
+        return 0;                                                                      \
+    }                                                                                  \
+                                                                                       \
     /* Insert e with key k, into the run when k is due at now (any time    \
        not after the real present: a stale now only costs the fast path)  \
        and not below the run's last key, else into the binary part.  0 or \
-       -ENOMEM (e not inserted). */                                       \
-    static inline int P##_push_due(dq_heap *h, dq_heap_elem *e, dq_key k,     \
-                                   int64_t now)                               \
-    {                                                                         \
-        const dq_heap_slot *last = dq_heap_run_last(h);                       \
-        if (k.when <= now && DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) &&        \
-            dq_heap_reserve_run(h, 1) == 0) {                                 \
-            dq_heap_run_append(h, e, k);                                      \
-            return 0;                                                         \
-        }                                                                     \
-        return P##_push(h, e, k);                                             \
-    }                                                                         \
-                                                                              \
-    /* The slot of the minimum, or NULL when the heap is empty. */           \
-    static inline const dq_heap_slot *P##_min_slot(const dq_heap *h)          \
-    {                                                                         \
-        if (h->run_len == 0)                                                  \
-            return h->count ? &h->slots[0] : NULL;                            \
-        const dq_heap_slot *r = &h->run[h->run_head];                         \
-        return h->count && LESS(h->slots[0].key, r->key) ? &h->slots[0] : r;  \
-    }                                                                         \
-                                                                              \
-    static inline dq_heap_elem *P##_peek(const dq_heap *h)                    \
-    {                                                                         \
-        const dq_heap_slot *s = P##_min_slot(h);                              \
-        return s ? s->elem : NULL;                                            \
-    }                                                                         \
-                                                                              \
-    static inline const dq_key *P##_peek_key(const dq_heap *h)                \
-    {                                                                         \
-        const dq_heap_slot *s = P##_min_slot(h);                              \
-        return s ? &s->key : NULL;                                            \
-    }                                                                         \
-                                                                              \
-    /* Remove e, which must be in h. */                                       \
-    static inline void P##_remove(dq_heap *h, dq_heap_elem *e)                \
-    {                                                                         \
-        uint32_t i = e->index;                                                \
-        e->index = DQ_HEAP_NONE;                                              \
-        if (i & DQ_HEAP_RUN) {                                                \
-            dq_heap_run_take(h, i & ~DQ_HEAP_RUN);                            \
-            return;                                                           \
-        }                                                                     \
-        dq_heap_slot last = h->slots[--h->count];                             \
-        if (i == h->count)                                                    \
-            return;                                                           \
-        if (i > 0 && LESS(last.key, h->slots[(i - 1) / 2].key))               \
-            P##_sift_up(h, i, last);                                          \
-        else                                                                  \
-            P##_sift_down(h, i, last);                                        \
-    }                                                                         \
-                                                                              \
+       -ENOMEM (e not inserted). */           \
+    static inline int P##_push_due(dq_heap *h, dq_heap_elem *e, dq_key k, int64_t now) \
+    {                                                                                  \
+        const dq_heap_slot *last = dq_heap_run_last(h);                                \
+        if (k.when <= now && DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) &&                 \
+            dq_heap_reserve_run(h, 1) == 0) {                                          \
+            dq_heap_run_append(h, e, k);                                               \
+            return 0;                                                                  \
+        }                                                                              \
+        return P##_push(h, e, k);                                                      \
+    }                                                                                  \
+                                                                                       \
+    /* The slot of the minimum, or NULL when the heap is empty. */                     \
+    static inline const dq_heap_slot *P##_min_slot(const dq_heap *h)                   \
+    {                                                                                  \
+        if (h->run_len == 0)                                                           \
+            return h->count ? &h->slots[0] : NULL;                                     \
+        const dq_heap_slot *r = &h->run[h->run_head];                                  \
+        return h->count && LESS(h->slots[0].key, r->key) ? &h->slots[0] : r;           \
+    }                                                                                  \
+                                                                                       \
+    static inline dq_heap_elem *P##_peek(const dq_heap *h)                             \
+    {                                                                                  \
+        const dq_heap_slot *s = P##_min_slot(h);                                       \
+        return s ? s->elem : NULL;                                                     \
+    }                                                                                  \
+                                                                                       \
+    static inline const dq_key *P##_peek_key(const dq_heap *h)                         \
+    {                                                                                  \
+        const dq_heap_slot *s = P##_min_slot(h);                                       \
+        return s ? &s->key : NULL;                                                     \
+    }                                                                                  \
+                                                                                       \
+    /* Remove e, which must be in h. */                                                \
+    static inline void P##_remove(dq_heap *h, dq_heap_elem *e)                         \
+    {                                                                                  \
+        uint32_t i = e->index;                                                         \
+        e->index = DQ_HEAP_NONE;                                                       \
+        if (i & DQ_HEAP_RUN) {                                                         \
+            dq_heap_run_take(h, i & ~DQ_HEAP_RUN);                                     \
+            return;                                                                    \
+        }                                                                              \
+        dq_heap_slot last = h->slots[--h->count];                                      \
+        if (i == h->count)                                                             \
+            return;                                                                    \
+        if (i > 0 && LESS(last.key, h->slots[(i - 1) / 2].key))                        \
+            P##_sift_up(h, i, last);                                                   \
+        else                                                                           \
+            P##_sift_down(h, i, last);                                                 \
+    }                                                                                  \
+                                                                                       \
     /* Take out the minimum (NULL: empty).  Not P##_remove: the minimum's \
-       place is known, so no test of where it is and no sift-up. */       \
-    static inline dq_heap_elem *P##_pop(dq_heap *h)                           \
-    {                                                                         \
-        const dq_heap_slot *min = P##_min_slot(h);                            \
-        if (min == NULL)                                                      \
-            return NULL;                                                      \
-        dq_heap_elem *top = min->elem;                                        \
-        top->index = DQ_HEAP_NONE;                                            \
-        if (min != h->slots) {                                                \
-            dq_heap_run_take(h, h->run_head);                                 \
-            return top;                                                       \
-        }                                                                     \
-        dq_heap_slot last = h->slots[--h->count];                             \
-        if (h->count != 0)                                                    \
-            P##_sift_down(h, 0, last);                                        \
-        return top;                                                           \
+       place is known, so no test of where it is and no sift-up. */            \
+    static inline dq_heap_elem *P##_pop(dq_heap *h)                                    \
+    {                                                                                  \
+        const dq_heap_slot *min = P##_min_slot(h);                                     \
+        if (min == NULL)                                                               \
+            return NULL;                                                               \
+        dq_heap_elem *top = min->elem;                                                 \
+        top->index = DQ_HEAP_NONE;                                                     \
+        if (min != h->slots) {                                                         \
+            dq_heap_run_take(h, h->run_head);                                          \
+            return top;                                                                \
+        }                                                                              \
+        dq_heap_slot last = h->slots[--h->count];                                      \
+        if (h->count != 0)                                                             \
+            P##_sift_down(h, 0, last);                                                 \
+        return top;                                                                    \
     }
 
 DQ_HEAP_DEFINE_WITH(dq_heap, dq_key_less, DQ_HEAP_SIFT_DOWN_BY_OFFSET)

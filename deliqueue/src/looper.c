@@ -49,7 +49,8 @@ bool dq_looper_is_self(dq_queue *q)
 {
     /* relaxed: compared with our own id only, which no other thread
        stores; a stale value is never our id unless we stored it */
-    return atomic_load_explicit(&q->consumer, memory_order_relaxed) == looper_thread_id();
+    return atomic_load_explicit(&q->consumer, memory_order_relaxed) ==
+           looper_thread_id();
 }
 
 int dq_looper_claim(dq_queue *q)
@@ -60,10 +61,9 @@ int dq_looper_claim(dq_queue *q)
     uint64_t cur = atomic_load_explicit(&q->consumer, memory_order_relaxed);
     if (cur == me)
         return 0;
-    if (cur == 0 &&
-        atomic_compare_exchange_strong_explicit(&q->consumer, &cur, me,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed))
+    if (cur == 0 && atomic_compare_exchange_strong_explicit(&q->consumer, &cur, me,
+                                                            memory_order_relaxed,
+                                                            memory_order_relaxed))
         return 0;
     return -EPERM;
 }
@@ -147,7 +147,8 @@ static void looper_reclaim(dq_core *core, bool force)
     /* Advance only when enough waits for a grace period: the advance is a
        seq_cst store (a full barrier), not worth paying per message.  Going
        idle reclaims whatever is left (looper_next passes force). */
-    if (core->limbo_head == NULL || (looper_limbo_count(core) < DQ_LIMBO_BATCH && !force))
+    if (core->limbo_head == NULL ||
+        (looper_limbo_count(core) < DQ_LIMBO_BATCH && !force))
         return;
     uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     /* seq_cst load and store: the looper's half of the Dekker pair in
@@ -245,7 +246,8 @@ static void looper_unlink_below_new(dq_queue *q, dq_core *core, dq_node *n,
     /* acquire: the unswept posts' links were written before their pushes;
        no one but the looper writes them after that */
     dq_node *m = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
-    for (dq_node *below; (below = atomic_load_explicit(&m->next, memory_order_relaxed)) != n;)
+    for (dq_node *below;
+         (below = atomic_load_explicit(&m->next, memory_order_relaxed)) != n;)
         m = below;
     /* release: a walker that reads the new link sees the node it points
        to as the looper saw it */
@@ -348,8 +350,8 @@ static dq_node *heap_min(dq_heap *h)
 /* The earliest deliverable node if it is due; else NULL with the time it
    will be due (INT64_MAX if none), whether a barrier holds sync ones and,
    if so, that barrier's due. */
-static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
-                            bool *held, int64_t *held_due)
+static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline, bool *held,
+                            int64_t *held_due)
 {
     dq_node *s = heap_min(&core->sync_heap);
     dq_node *a = heap_min(&core->async_heap);
@@ -363,7 +365,9 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline,
         next = s;
     else
         next = dq_key_less(*dq_heap_peek_key(&core->async_heap),
-                           *dq_heap_peek_key(&core->sync_heap)) ? a : s;
+                           *dq_heap_peek_key(&core->sync_heap))
+                   ? a
+                   : s;
     if (next == NULL) {
         *deadline = INT64_MAX;
         return NULL;
@@ -385,8 +389,8 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
        until the node is recycled */
     won = dq_state_life(s) == DQ_PENDING &&
           atomic_compare_exchange_strong_explicit(
-              &n->state, &s, dq_state_with_life(s, DQ_DELIVERED),
-              memory_order_relaxed, memory_order_relaxed);
+              &n->state, &s, dq_state_with_life(s, DQ_DELIVERED), memory_order_relaxed,
+              memory_order_relaxed);
     looper_heap_remove(core, n);
     looper_unlink(q, core, n);
     if (!won)
@@ -428,8 +432,8 @@ void dq_looper_teardown(dq_queue *q)
     /* Alone now: no producer can push (quit tag), no remover is inside. */
     dq_pool_batch *batch = &core->recycled;
     /* acquire: pairs with the removers' push CAS (their claims and links) */
-    dq_node *removed = atomic_exchange_explicit(&core->removals, NULL,
-                                                memory_order_acquire);
+    dq_node *removed =
+        atomic_exchange_explicit(&core->removals, NULL, memory_order_acquire);
     /* acquire: pairs with the push CASes, so every node's payload is
        visible; the links and states below were then written before those
        pushes or by this thread (the looper), or acquired with the users
@@ -541,7 +545,7 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     int64_t word = (deadline & ~DQ_HELD) | (held ? DQ_HELD : 0);
     bool in_epoll = park || dq_looper_fd_waits(q);
     dq_looper_fd_mark_sleep(q, in_epoll); /* which wait wakers must signal */
-    assert(dq_sleep_word_asleep(word)); /* deadline > now >= 0 */
+    assert(dq_sleep_word_asleep(word));   /* deadline > now >= 0 */
     /* relaxed: published by the seq_cst (release) store of the word below;
        a producer reads it only after an acquire load that returned a word
        with DQ_HELD, so it sees this value or a later sleep's */
@@ -699,8 +703,8 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         }
         if (now >= until)
             return -ETIMEDOUT;
-        (void)looper_sleep(q, core, deadline < until ? deadline : until, held,
-                           held_due, false);
+        (void)looper_sleep(q, core, deadline < until ? deadline : until, held, held_due,
+                           false);
     }
 }
 

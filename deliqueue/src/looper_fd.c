@@ -33,9 +33,9 @@
 #define DQ_FD_POLL_INTERVAL_NS 1000000
 /* With the manual test clock a wait wakes this often to re-read it, as
    the futex wait does (wait.c). */
-#define DQ_FD_MANUAL_POLL_NS 1000000
+#define DQ_FD_MANUAL_POLL_NS   1000000
 /* epoll data of the timer in the backend set */
-#define DQ_FD_TIMER_DATA 1
+#define DQ_FD_TIMER_DATA       1
 
 static dq_fd_state *looper_fd_state(dq_queue *q)
 {
@@ -64,7 +64,8 @@ static uint32_t events_from_epoll(uint32_t e)
 static void looper_fd_rebuild_locked(dq_fd_state *fs)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
+                              .data.u64 = DQ_FD_WAKE_DATA };
     if (ep < 0)
         return;
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
@@ -233,7 +234,8 @@ static void looper_fd_unpark(dq_queue *q, dq_fd_state *fs)
     atomic_store_explicit(&q->sleep, DQ_AWAKE, memory_order_relaxed);
     if (fs->timer_deadline != INT64_MAX) {
         uint64_t expirations;
-        if (read(fs->timer_fd, &expirations, sizeof(expirations)) == sizeof(expirations))
+        if (read(fs->timer_fd, &expirations, sizeof(expirations)) ==
+            sizeof(expirations))
             fs->timer_deadline = INT64_MAX; /* one-shot: it fired */
     }
     /* the host loop's wait was the poll: whatever is due now comes after
@@ -390,9 +392,9 @@ void dq_looper_fd_wait(dq_queue *q, int64_t deadline)
             atomic_store_explicit(&no_pwait2, 1, memory_order_relaxed);
     }
     if (n < 0 && atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
-        int ms = left < 0 ? -1
+        int ms = left < 0                            ? -1
                  : left > INT64_C(1000000) * 1000000 ? 1000000000
-                 : (int)((left + 999999) / 1000000);
+                                                     : (int)((left + 999999) / 1000000);
         n = epoll_wait(fs->epfd, fs->events, DQ_FD_BATCH, ms);
     }
     /* EINTR and the rest: the caller re-checks everything, as after a
@@ -408,15 +410,33 @@ int dq_backend_fd(dq_queue *q)
     return q == NULL ? -EINVAL : -ENOSYS;
 }
 
-bool dq_looper_fd_waits(dq_queue *q) { (void)q; return false; }
-bool dq_looper_fd_backend(dq_queue *q) { (void)q; return false; }
+bool dq_looper_fd_waits(dq_queue *q)
+{
+    (void)q;
+    return false;
+}
+bool dq_looper_fd_backend(dq_queue *q)
+{
+    (void)q;
+    return false;
+}
 int dq_looper_fd_step(dq_queue *q, int64_t now, bool have_due, int64_t due)
 {
     (void)q, (void)now, (void)have_due, (void)due;
     return 0;
 }
-int dq_looper_fd_poll(dq_queue *q) { (void)q; return 0; }
-void dq_looper_fd_wait(dq_queue *q, int64_t deadline) { (void)q, (void)deadline; }
-void dq_looper_fd_park(dq_queue *q, int64_t deadline) { (void)q, (void)deadline; }
+int dq_looper_fd_poll(dq_queue *q)
+{
+    (void)q;
+    return 0;
+}
+void dq_looper_fd_wait(dq_queue *q, int64_t deadline)
+{
+    (void)q, (void)deadline;
+}
+void dq_looper_fd_park(dq_queue *q, int64_t deadline)
+{
+    (void)q, (void)deadline;
+}
 
 #endif

@@ -25,12 +25,14 @@ static inline bool match_walk_member(dq_match_walk *w, const dq_match *match,
         return false; /* a hole in the due run */
     dq_node *n = dq_node_of_heap(e);
     uint64_t s;
-    return dq_node_matches(match, n) && dq_pending_message(n, &s) && dq_match_walk_take(w, n, s);
+    return dq_node_matches(match, n) && dq_pending_message(n, &s) &&
+           dq_match_walk_take(w, n, s);
 }
 
 /* A segment of heap slots: the loop a remove at depth spends its time in,
    so a pointer walk, with the prefetch bound hoisted out of it. */
-static bool match_walk_slots(dq_match_walk *w, const dq_match *match, dq_heap_segment seg)
+static bool match_walk_slots(dq_match_walk *w, const dq_match *match,
+                             dq_heap_segment seg)
 {
     const dq_heap_slot *s = seg.slots, *end = seg.slots + seg.n;
     if (seg.n > MATCH_PREFETCH_AHEAD)

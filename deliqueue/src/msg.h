@@ -100,13 +100,13 @@ static inline bool dq_key_less(dq_key a, dq_key b)
 {
 #if defined(__aarch64__) && defined(__GNUC__)
     bool less;
-    __asm__("cmp  %[aseq], %[bseq]\n\t"
-            "sbcs xzr, %[awhen], %[bwhen]\n\t"
-            "cset %w[less], lt"
-            : [less] "=r"(less)
-            : [aseq] "r"(a.seq), [bseq] "r"(b.seq),
-              [awhen] "r"(a.when), [bwhen] "r"(b.when)
-            : "cc");
+    __asm__(
+        "cmp  %[aseq], %[bseq]\n\t"
+        "sbcs xzr, %[awhen], %[bwhen]\n\t"
+        "cset %w[less], lt"
+        : [less] "=r"(less)
+        : [aseq] "r"(a.seq), [bseq] "r"(b.seq), [awhen] "r"(a.when), [bwhen] "r"(b.when)
+        : "cc");
     return less;
 #elif defined(__SIZEOF_INT128__)
     /* (when, seq) as one signed 128-bit integer; converting the unsigned

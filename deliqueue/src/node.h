@@ -49,8 +49,14 @@ enum dq_life {
 #define DQ_GEN_BITS   (64 - DQ_INDEX_BITS)
 #define DQ_GEN_MAX    ((UINT64_C(1) << DQ_GEN_BITS) - 1)
 
-static inline uint64_t dq_state_gen(uint64_t s) { return s >> DQ_STATE_GEN_SHIFT; }
-static inline unsigned dq_state_life(uint64_t s) { return (unsigned)(s & DQ_STATE_LIFE_MASK); }
+static inline uint64_t dq_state_gen(uint64_t s)
+{
+    return s >> DQ_STATE_GEN_SHIFT;
+}
+static inline unsigned dq_state_life(uint64_t s)
+{
+    return (unsigned)(s & DQ_STATE_LIFE_MASK);
+}
 static inline uint64_t dq_state_make(uint64_t gen, bool barrier, unsigned life)
 {
     return gen << DQ_STATE_GEN_SHIFT | (barrier ? DQ_STATE_BARRIER : 0) | life;
@@ -71,10 +77,10 @@ typedef struct dq_node dq_node;
    key implies (dq_node_msg).  That makes the whole producer half one line. */
 typedef struct dq_payload {
     const void *target;
-    int32_t     what, arg1, arg2;
-    uint32_t    flags;
-    void       *obj;
-    void      (*callback)(dq_msg *m);
+    int32_t what, arg1, arg2;
+    uint32_t flags;
+    void *obj;
+    void (*callback)(dq_msg *m);
 } dq_payload;
 
 /* Layout, two cache lines: a post writes line 0 (link, state, due key
@@ -92,29 +98,30 @@ struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
     /* stack link toward older nodes */
     alignas(64) _Atomic(dq_node *) next;
-    _Atomic uint64_t    state;
-    int64_t             due;        /* heap key: when, or DQ_KEY_FRONT */
-    dq_payload          msg;
+    _Atomic uint64_t state;
+    int64_t due; /* heap key: when, or DQ_KEY_FRONT */
+    dq_payload msg;
     /* -- line 1: owner; the removal list's link; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
-    dq_node            *aux_next;    /* removal and looper lists */
-    uint32_t            index;       /* pool index, immutable */
-    uint32_t            looper_flags;
+    dq_node *aux_next;                 /* removal and looper lists */
+    uint32_t index;                    /* pool index, immutable */
+    uint32_t looper_flags;
     /* looper only; reset by the looper when it retires the node */
-    dq_heap_elem        heap;
-    dq_node            *prev;        /* back-link toward newer nodes (swept) */
-    uint64_t            retire_epoch; /* in limbo */
-    dq_node            *limbo_next;
+    dq_heap_elem heap;
+    dq_node *prev;         /* back-link toward newer nodes (swept) */
+    uint64_t retire_epoch; /* in limbo */
+    dq_node *limbo_next;
 };
 
 _Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
 _Static_assert(sizeof(dq_node) == 128, "two lines");
 /* dq_node_set_msg/dq_node_msg copy dq_msg's head as one block */
 _Static_assert(offsetof(dq_payload, obj) == offsetof(dq_msg, obj) &&
-               offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&
-               offsetof(dq_payload, arg2) == offsetof(dq_msg, arg2) &&
-               offsetof(dq_payload, flags) + sizeof(uint32_t) <= offsetof(dq_msg, obj) &&
-               sizeof(dq_payload) == offsetof(dq_msg, when),
+                   offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&
+                   offsetof(dq_payload, arg2) == offsetof(dq_msg, arg2) &&
+                   offsetof(dq_payload, flags) + sizeof(uint32_t) <=
+                       offsetof(dq_msg, obj) &&
+                   sizeof(dq_payload) == offsetof(dq_msg, when),
                "dq_payload mirrors dq_msg up to when");
 
 /* Store *m (NULL: a barrier's empty payload) into a node the caller owns. */

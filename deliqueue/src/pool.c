@@ -44,9 +44,9 @@
 #define MAX_CHUNKS  (1u << (DQ_INDEX_BITS - CHUNK_SHIFT))
 #define SLAB_BYTES  ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
 #define SLAB_CHUNKS (SLAB_BYTES / (CHUNK_NODES * sizeof(dq_node)))
-_Static_assert(SLAB_CHUNKS * CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
+_Static_assert(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
                "a slab is a whole number of chunks");
-_Static_assert(CHUNK_WORDS * DQ_POOL_WORD_NODES == CHUNK_NODES,
+_Static_assert(CHUNK_WORDS *DQ_POOL_WORD_NODES == CHUNK_NODES,
                "a chunk is a whole number of free-map words");
 
 /* Chunk table: entries are written once under grow_lock, with release, and
@@ -85,8 +85,8 @@ dq_node *dq_pool_node(uint32_t index)
         return NULL;
     /* acquire: pairs with the release store that published the chunk, so
        the node's immutable index and its atomics' initial values are seen */
-    dq_node *chunk = atomic_load_explicit(&chunks[index >> CHUNK_SHIFT],
-                                          memory_order_acquire);
+    dq_node *chunk =
+        atomic_load_explicit(&chunks[index >> CHUNK_SHIFT], memory_order_acquire);
     return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
 }
 
@@ -117,7 +117,10 @@ static uint64_t take_if_free(uint32_t w)
 }
 
 /* The free-map word of node n, and its bit there. */
-static uint32_t word_of(const dq_node *n) { return n->index / DQ_POOL_WORD_NODES; }
+static uint32_t word_of(const dq_node *n)
+{
+    return n->index / DQ_POOL_WORD_NODES;
+}
 static uint64_t bit_of(const dq_node *n)
 {
     return UINT64_C(1) << (n->index % DQ_POOL_WORD_NODES);
@@ -134,10 +137,9 @@ static void give_back(uint32_t w, uint64_t mask)
     /* relaxed: a hint (see scan_from); lowered so the next scan finds
        these low nodes before higher ones */
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
-    while (w < from &&
-           !atomic_compare_exchange_weak_explicit(&scan_from, &from, w,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
+    while (w < from && !atomic_compare_exchange_weak_explicit(&scan_from, &from, w,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
         ;
 }
 
@@ -228,9 +230,8 @@ static bool claim(void)
     dq_pool_cache.stash_count = n;
     uint32_t next = n > 1 ? w : first;
     if (next != from) /* relaxed: a hint; lost to a racing update, fine */
-        atomic_compare_exchange_strong_explicit(&scan_from, &from, next,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(
+            &scan_from, &from, next, memory_order_relaxed, memory_order_relaxed);
     return true;
 }
 
@@ -333,15 +334,13 @@ static int grow(void)
     chunk_count++;
     /* release: publishes chunk_free's entry and the words' initial bits
        (and, through them, the nodes) to claim's acquire */
-    atomic_store_explicit(&word_count, chunk_count * CHUNK_WORDS,
-                          memory_order_release);
+    atomic_store_explicit(&word_count, chunk_count * CHUNK_WORDS, memory_order_release);
     /* relaxed: a hint; the words below were all seen empty just now, but
        if a give-back lowered the hint meanwhile, its value stands */
     uint32_t first_new = total + 1;
     if (from < first_new)
-        atomic_compare_exchange_strong_explicit(&scan_from, &from, first_new,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed);
+        atomic_compare_exchange_strong_explicit(
+            &scan_from, &from, first_new, memory_order_relaxed, memory_order_relaxed);
     pthread_mutex_unlock(&grow_lock);
     stash_one(total, ~UINT64_C(0));
     return 0;

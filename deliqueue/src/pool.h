@@ -25,7 +25,7 @@
    word; a thread takes words' free nodes at once and posts them in
    address order, prefetching DQ_POOL_AHEAD posts ahead (dq_pool_cache). */
 #define DQ_POOL_WORD_NODES 64u
-#define DQ_POOL_AHEAD 7u
+#define DQ_POOL_AHEAD      7u
 
 /* Prefetch both lines a post touches (the layout above): line 0 for
    write, line 1 (the owner) for read.  Line 1 is not left to the
@@ -42,7 +42,7 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
 /* Free-map words to a cache line: a taker takes every non-empty word of
    a line it takes from, so that one transfer of the line from the
    looper that gave the nodes back serves up to this many words. */
-#define DQ_POOL_LINE_WORDS 8u
+#define DQ_POOL_LINE_WORDS  8u
 /* Words a thread holds taken but not yet in its magazine: four lines. */
 #define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS)
 
@@ -72,7 +72,7 @@ struct dq_pool_cache {
     _Atomic uint32_t stash_nodes; /* nodes in stash_mask[stash_next ..) */
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
-    bool     registered;
+    bool registered;
     dq_reg_link reg;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
@@ -94,7 +94,8 @@ static inline dq_node *dq_pool_take_cached(void)
     /* relaxed: this thread's own field (see dq_pool_cache) */
     uint32_t i = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
     atomic_store_explicit(&dq_pool_cache.next, i + 1, memory_order_relaxed);
-    dq_prefetch_node_for_post(dq_pool_cache.mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
+    dq_prefetch_node_for_post(
+        dq_pool_cache.mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
     return dq_pool_cache.mag[i];
 }
 /* Refill the cache from the free map (or grow the pool), then take a

@@ -54,8 +54,8 @@ static inline dq_node *dq_top_node(uintptr_t top)
    deliverable).  A deadline is always later than some dq_now() >= 0, so
    every word but DQ_AWAKE is >= 0 and a post tests the sign (a test, no
    64-bit constant to load and compare). */
-#define DQ_AWAKE   INT64_MIN
-#define DQ_HELD    INT64_C(1)
+#define DQ_AWAKE INT64_MIN
+#define DQ_HELD  INT64_C(1)
 _Static_assert(DQ_AWAKE < 0, "the sleep word's sign tells awake");
 static inline bool dq_sleep_word_asleep(int64_t s)
 {
@@ -66,30 +66,30 @@ enum dq_quit_mode { DQ_RUNNING = 0, DQ_QUIT_SAFELY = 1, DQ_QUIT_NOW = 2 };
 
 typedef struct dq_idle_handler {
     bool (*fn)(void *ctx);
-    void  *ctx;
+    void *ctx;
 } dq_idle_handler;
 
 typedef struct dq_core {
     /* removers push claimed nodes; the looper takes them all at once */
     alignas(DQ_CACHE_LINE) _Atomic(dq_node *) removals;
     /* walker grace periods: walkers count themselves in walkers[epoch & 1] */
-    alignas(DQ_CACHE_LINE) _Atomic uint64_t epoch;     /* written by the looper only */
+    alignas(DQ_CACHE_LINE) _Atomic uint64_t epoch; /* written by the looper only */
     _Atomic uint64_t walkers[2];
 
     /* -- looper only below -- */
     alignas(DQ_CACHE_LINE) dq_node *boundary; /* topmost node already swept */
-    dq_heap  sync_heap;                       /* sync messages and barriers */
-    dq_heap  async_heap;
-    int64_t  next_seq;                        /* timed posts: up from 2^62 */
-    int64_t  next_front_seq;                  /* front posts: down from 2^62 - 1 (LIFO) */
-    int64_t  sweep_now;                       /* dq_now() before this step's sweep: what is
+    dq_heap sync_heap;                        /* sync messages and barriers */
+    dq_heap async_heap;
+    int64_t next_seq;                 /* timed posts: up from 2^62 */
+    int64_t next_front_seq;           /* front posts: down from 2^62 - 1 (LIFO) */
+    int64_t sweep_now;                /* dq_now() before this step's sweep: what is
                                                  due by then goes to the heaps' due runs */
-    dq_node *limbo_head, *limbo_tail;         /* retired, waiting for walkers */
-    _Atomic uint32_t limbo_count;             /* looper's relaxed stores; read by
+    dq_node *limbo_head, *limbo_tail; /* retired, waiting for walkers */
+    _Atomic uint32_t limbo_count;     /* looper's relaxed stores; read by
                                                  dq_pool_stats */
-    dq_node *unswept;                         /* claimed before we met them */
-    size_t   barriers;                        /* barriers in sync_heap */
-    size_t   traced_backlog;                  /* the backlog last traced (trace.h) */
+    dq_node *unswept;                 /* claimed before we met them */
+    size_t barriers;                  /* barriers in sync_heap */
+    size_t traced_backlog;            /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
@@ -112,17 +112,17 @@ struct dq_queue {
 
     alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
     _Atomic uint64_t refs;
-    _Atomic int      quit_mode;
-    _Atomic int64_t  quit_time;      /* quit_safely's cut: dq_now() read after the
+    _Atomic int quit_mode;
+    _Atomic int64_t quit_time; /* quit_safely's cut: dq_now() read after the
                                         quit tag, -1 until then */
-    _Atomic uint64_t consumer;       /* looper_thread_id() of the looper, 0 = none */
-    _Atomic(dq_core *) core;         /* NULL after teardown */
+    _Atomic uint64_t consumer; /* looper_thread_id() of the looper, 0 = none */
+    _Atomic(dq_core *) core;   /* NULL after teardown */
     dq_options opts;
 
     _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
-    pthread_mutex_t  idle_lock;      /* guards the idle handler array */
+    pthread_mutex_t idle_lock;           /* guards the idle handler array */
     dq_idle_handler *idle;
-    size_t           idle_count, idle_capacity;
+    size_t idle_count, idle_capacity;
 };
 
 /* q's core, for a caller counted in by dq_users_enter, or on the
@@ -139,7 +139,7 @@ static inline dq_core *dq_queue_core(dq_queue *q)
 /* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:
    after dq_quit, or once a quit_safely drain has ended (the teardown sets
    the bit; a drain in progress still lets removers in). */
-int  dq_users_enter(dq_queue *q);
+int dq_users_enter(dq_queue *q);
 void dq_users_leave(dq_queue *q);
 /* Wake the consumer if it sleeps (quit, barrier removal). */
 void dq_wake_consumer(dq_queue *q);
@@ -158,7 +158,7 @@ void dq_core_unregister(dq_core *core);
 bool dq_looper_is_self(dq_queue *q);
 /* Make the calling thread q's consumer if it has none: 0, or -EPERM if
    another thread is. */
-int  dq_looper_claim(dq_queue *q);
+int dq_looper_claim(dq_queue *q);
 /* Tear down the core: only with the queue quitting and no other thread
    able to consume (the consumer, or the last reference). */
 void dq_looper_teardown(dq_queue *q);

@@ -19,14 +19,17 @@ typedef struct dq_reg_link {
 
 typedef struct dq_registry {
     pthread_mutex_t lock;
-    dq_reg_link    *head;
-    uint64_t        count;
+    dq_reg_link *head;
+    uint64_t count;
 } dq_registry;
 
-#define DQ_REGISTRY_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0 }
+#define DQ_REGISTRY_INIT                   \
+    {                                      \
+        PTHREAD_MUTEX_INITIALIZER, NULL, 0 \
+    }
 
 /* The member that holds link l (a dq_reg_link field named member). */
-#define dq_reg_entry(l, type, member) ((type *)((char *)(l) - offsetof(type, member)))
+#define dq_reg_entry(l, type, member) ((type *)((char *)(l)-offsetof(type, member)))
 
 static inline void dq_registry_add(dq_registry *r, dq_reg_link *l)
 {

@@ -35,7 +35,7 @@ static const char *const marker_paths[] = {
    only; release/acquire: a writer that sees a descriptor sees it open. */
 static _Atomic int marker_fd = -1;
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *marker_path = "trace_marker";   /* under open_lock */
+static const char *marker_path = "trace_marker"; /* under open_lock */
 /* The process id in every marker; relaxed: a value, reset in a forked
    child before it can run anything else. */
 static _Atomic int marker_pid;
@@ -108,7 +108,7 @@ static void init_from_env_once(void)
 {
     const char *v = getenv("DQ_TRACE");
     if (v != NULL && v[0] != '\0' && strcmp(v, "0") != 0)
-        (void)dq_trace_enable(true);  /* a failure is reported on stderr */
+        (void)dq_trace_enable(true); /* a failure is reported on stderr */
 }
 
 void dq_trace_init_from_env(void)
@@ -200,15 +200,16 @@ size_t dq_trace_format(char *buf, size_t cap, const dq_trace_event *e)
     };
     int n;
     switch (e->kind) {
-    case DQ_TRACE_END:
-        n = snprintf(buf, cap, "E|%d", e->pid);
-        break;
+    case DQ_TRACE_END: n = snprintf(buf, cap, "E|%d", e->pid); break;
     case DQ_TRACE_BACKLOG:
-        n = snprintf(buf, cap, "C|%d|dq:%s backlog|%" PRId64, e->pid, e->queue, e->value);
+        n = snprintf(buf, cap, "C|%d|dq:%s backlog|%" PRId64, e->pid, e->queue,
+                     e->value);
         break;
     default: {
-        char phase = e->kind == DQ_TRACE_DISPATCH || e->kind == DQ_TRACE_SLEEP ? 'B' : 'I';
-        n = snprintf(buf, cap, "%c|%d|dq:%s %s", phase, e->pid, e->queue, verb[e->kind]);
+        char phase =
+            e->kind == DQ_TRACE_DISPATCH || e->kind == DQ_TRACE_SLEEP ? 'B' : 'I';
+        n = snprintf(buf, cap, "%c|%d|dq:%s %s", phase, e->pid, e->queue,
+                     verb[e->kind]);
         if (n < 0 || (size_t)n >= cap)
             break;
         char *rest = buf + n;
@@ -264,10 +265,10 @@ static void emit(dq_queue *q, enum dq_trace_kind kind, int32_t what, int64_t val
         .queue = q != NULL ? queue_name(q, name) : "",
         .what = what,
         .value = value,
-        .now = kind == DQ_TRACE_POST || kind == DQ_TRACE_BARRIER ||
-                       kind == DQ_TRACE_SLEEP
-                   ? dq_now()
-                   : 0,
+        .now =
+            kind == DQ_TRACE_POST || kind == DQ_TRACE_BARRIER || kind == DQ_TRACE_SLEEP
+                ? dq_now()
+                : 0,
     };
     char line[DQ_TRACE_LINE_MAX];
     size_t len = dq_trace_format(line, sizeof(line), &e);

@@ -51,7 +51,7 @@
    the handle is freed. */
 typedef struct dq_trace_name {
     struct dq_trace_name *older;
-    char                  text[];
+    char text[];
 } dq_trace_name;
 
 typedef struct dq_trace_flag {
@@ -70,13 +70,13 @@ static inline bool dq_trace_on(void)
 
 enum dq_trace_kind {
     DQ_TRACE_POST,
-    DQ_TRACE_POST_REFUSED,    /* value: the negative errno */
+    DQ_TRACE_POST_REFUSED, /* value: the negative errno */
     DQ_TRACE_BARRIER,
     DQ_TRACE_DELIVER,
-    DQ_TRACE_DISPATCH,        /* begins a slice */
-    DQ_TRACE_SLEEP,           /* begins a slice; value: the deadline */
-    DQ_TRACE_END,             /* ends the thread's innermost slice */
-    DQ_TRACE_BACKLOG,         /* value: the count */
+    DQ_TRACE_DISPATCH, /* begins a slice */
+    DQ_TRACE_SLEEP,    /* begins a slice; value: the deadline */
+    DQ_TRACE_END,      /* ends the thread's innermost slice */
+    DQ_TRACE_BACKLOG,  /* value: the count */
     DQ_TRACE_CANCEL,
     DQ_TRACE_REMOVE,
 };
@@ -84,12 +84,12 @@ enum dq_trace_kind {
 /* One event, for dq_trace_format. */
 typedef struct dq_trace_event {
     enum dq_trace_kind kind;
-    int                pid;
-    const char        *queue;  /* the queue's name */
-    int32_t            what;
-    int64_t            value;  /* a due time or deadline (absolute, see
+    int pid;
+    const char *queue; /* the queue's name */
+    int32_t what;
+    int64_t value; /* a due time or deadline (absolute, see
                                   `now`), a count or an errno */
-    int64_t            now;    /* dq_now() when the event happened */
+    int64_t now;   /* dq_now() when the event happened */
 } dq_trace_event;
 
 /* Longest marker line, newline included. */

@@ -40,7 +40,10 @@ int dq_event_init(dq_event *e)
     return 0;
 }
 
-void dq_event_fini(dq_event *e) { (void)e; }
+void dq_event_fini(dq_event *e)
+{
+    (void)e;
+}
 
 void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
 {
@@ -55,8 +58,8 @@ void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
     /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline; EINTR,
        EAGAIN (count moved) and ETIMEDOUT all just return to the caller,
        which re-checks its condition. */
-    (void)syscall(SYS_futex, &e->count, FUTEX_WAIT_BITSET_PRIVATE, seen, tsp,
-                  NULL, FUTEX_BITSET_MATCH_ANY);
+    (void)syscall(SYS_futex, &e->count, FUTEX_WAIT_BITSET_PRIVATE, seen, tsp, NULL,
+                  FUTEX_BITSET_MATCH_ANY);
 }
 
 void dq_event_signal(dq_event *e)

@@ -26,11 +26,11 @@ typedef struct dq_event {
     _Atomic uint32_t count;
 #ifdef DQ_WAIT_PTHREAD
     pthread_mutex_t lock;
-    pthread_cond_t  cond;
+    pthread_cond_t cond;
 #endif
 } dq_event;
 
-int  dq_event_init(dq_event *e);
+int dq_event_init(dq_event *e);
 void dq_event_fini(dq_event *e);
 /* Current count, to pass to dq_event_wait.  acquire: whatever the waker did
    before its bump is visible once we see the bumped value. */

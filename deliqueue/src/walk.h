@@ -39,11 +39,11 @@ static inline bool dq_pending_message(dq_node *n, uint64_t *state)
 
 /* What a matching walk does with each pending message it meets. */
 typedef struct dq_match_walk {
-    dq_queue       *q;
+    dq_queue *q;
     const dq_match *match;
-    bool            remove;      /* else stop at the first match (dq_has) */
-    size_t          found;
-    dq_node        *first, *last; /* claimed, chained through aux_next */
+    bool remove; /* else stop at the first match (dq_has) */
+    size_t found;
+    dq_node *first, *last; /* claimed, chained through aux_next */
 } dq_match_walk;
 
 /* A pending message that matches: what every node of the walk is asked

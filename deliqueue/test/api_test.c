@@ -48,12 +48,12 @@ Test(api, bad_messages_are_rejected_and_not_reported)
     dq_msg m = msg_what(NULL, 1);
     dq_token t = 77;
     cr_assert_eq(dq_post(q, NULL, &t), -EINVAL);
-    cr_assert_eq(dq_post(q, &m, &t), -EINVAL);          /* NULL target */
+    cr_assert_eq(dq_post(q, &m, &t), -EINVAL); /* NULL target */
     m.target = &target_a;
-    m.flags = 2;                                          /* unknown flag */
+    m.flags = 2; /* unknown flag */
     cr_assert_eq(dq_post(q, &m, &t), -EINVAL);
     m.flags = 0;
-    cr_assert_eq(dq_post_at(q, &m, -1, &t), -EINVAL);   /* negative when */
+    cr_assert_eq(dq_post_at(q, &m, -1, &t), -EINVAL); /* negative when */
     cr_assert_eq(t, 77, "a rejected post must not write the token");
     cr_assert_eq(dq_pending(q), 0);
     cr_assert_eq(atomic_load(&rec.discards), 0);
@@ -132,7 +132,7 @@ Test(api, delays)
     int64_t now = dq_now();
     cr_assert_eq(dq_post_delayed(q, &m, INT64_MAX, NULL), 0); /* saturates */
     m.what = 2;
-    cr_assert_eq(dq_post_delayed(q, &m, -5, NULL), 0);        /* = now */
+    cr_assert_eq(dq_post_delayed(q, &m, -5, NULL), 0); /* = now */
     m.what = 3;
     cr_assert_eq(dq_post_delayed(q, &m, 100, NULL), 0);
     dq_msg out;
@@ -151,7 +151,10 @@ Test(api, delays)
     cr_assert_eq(out.when, INT64_MAX);
 }
 
-static void payload_callback(dq_msg *m) { (void)m; }
+static void payload_callback(dq_msg *m)
+{
+    (void)m;
+}
 
 /* Every field a caller can set, as the node stores it (line 0 packs the
    payload; dq_node_msg unpacks it). */
@@ -170,8 +173,13 @@ static void expect_payload(const dq_msg *out, const dq_msg *want, int64_t when)
 Test(api, payload_is_copied)
 {
     int obj;
-    dq_msg m = { .target = &target_b, .what = 7, .arg1 = -3, .arg2 = 9,
-                 .obj = &obj, .callback = payload_callback, .flags = DQ_ASYNC,
+    dq_msg m = { .target = &target_b,
+                 .what = 7,
+                 .arg1 = -3,
+                 .arg2 = 9,
+                 .obj = &obj,
+                 .callback = payload_callback,
+                 .flags = DQ_ASYNC,
                  .when = 12345 /* ignored: dq_post_at's when is the one */ };
     dq_msg want = m;
     int64_t now = dq_now();
@@ -186,15 +194,23 @@ Test(api, payload_is_copied)
 }
 
 static dq_msg discarded;
-static void keep_discard(const dq_msg *m, void *ctx) { (void)ctx; discarded = *m; }
+static void keep_discard(const dq_msg *m, void *ctx)
+{
+    (void)ctx;
+    discarded = *m;
+}
 
 Test(api, discarded_payload_is_the_posted_one)
 {
     dq_options o = { .on_discard = keep_discard };
     dq_queue *d = dq_create(&o);
     int obj;
-    dq_msg m = { .target = &target_a, .what = -1, .arg1 = INT32_MIN,
-                 .arg2 = INT32_MAX, .obj = &obj, .callback = payload_callback };
+    dq_msg m = { .target = &target_a,
+                 .what = -1,
+                 .arg1 = INT32_MIN,
+                 .arg2 = INT32_MAX,
+                 .obj = &obj,
+                 .callback = payload_callback };
     dq_token t;
     cr_assert_eq(dq_post_at(d, &m, 777, &t), 0);
     cr_assert_eq(dq_cancel(d, t), 0);
@@ -307,7 +323,10 @@ Test(api, next_until_times_out)
     cr_assert_eq(dq_next_until(q, &out, 0), -ETIMEDOUT, "past deadline");
 }
 
-struct poster { dq_queue *q; int64_t delay_ns; };
+struct poster {
+    dq_queue *q;
+    int64_t delay_ns;
+};
 
 static void *post_later(void *arg)
 {
@@ -401,7 +420,7 @@ Test(api, atomics_and_clock)
     const char *a = dq_atomics();
     cr_assert_not_null(a);
     cr_assert(strcmp(a, "x86_64") == 0 || strcmp(a, "arm64-llsc") == 0 ||
-              strcmp(a, "arm64-lse") == 0 || strcmp(a, "arm64-outline") == 0,
+                  strcmp(a, "arm64-lse") == 0 || strcmp(a, "arm64-outline") == 0,
               "dq_atomics() = %s", a);
     dq_test_clock_set(5);
     cr_assert_eq(dq_now(), 5);
@@ -413,8 +432,17 @@ Test(api, atomics_and_clock)
 }
 
 static int loop_seen;
-static void loop_callback(dq_msg *m) { loop_seen += m->what; }
-static void loop_dispatch(dq_msg *m, void *ctx) { (void)ctx; loop_seen += 100 * m->what; if (m->what == 3) dq_quit(q); }
+static void loop_callback(dq_msg *m)
+{
+    loop_seen += m->what;
+}
+static void loop_dispatch(dq_msg *m, void *ctx)
+{
+    (void)ctx;
+    loop_seen += 100 * m->what;
+    if (m->what == 3)
+        dq_quit(q);
+}
 
 Test(api, loop_runs_callbacks_and_dispatch_until_quit)
 {

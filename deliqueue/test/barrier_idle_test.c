@@ -14,12 +14,12 @@ static int post_async(int32_t what, int64_t when)
 Test(barrier, holds_sync_passes_async)
 {
     int64_t t = dq_now();
-    cr_assert_eq(post_at(1, t), 0);          /* before the barrier */
+    cr_assert_eq(post_at(1, t), 0); /* before the barrier */
     dq_token b;
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(post_at(2, t), 0);          /* after it: held */
-    cr_assert_eq(post_async(3, t), 0);       /* passes */
-    cr_assert_eq(post_at(4, t + 5), 0);      /* held */
+    cr_assert_eq(post_at(2, t), 0);     /* after it: held */
+    cr_assert_eq(post_async(3, t), 0);  /* passes */
+    cr_assert_eq(post_at(4, t + 5), 0); /* held */
     cr_assert_eq(post_async(5, t + 5), 0);
     cr_assert_eq(next_what(), 1);
     cr_assert_eq(next_what(), 3);
@@ -85,8 +85,18 @@ Test(barrier, two_barriers_need_both_removed)
 }
 
 static int idle_calls_keep, idle_calls_once;
-static bool idle_keep(void *ctx) { (void)ctx; idle_calls_keep++; return true; }
-static bool idle_once(void *ctx) { (void)ctx; idle_calls_once++; return false; }
+static bool idle_keep(void *ctx)
+{
+    (void)ctx;
+    idle_calls_keep++;
+    return true;
+}
+static bool idle_once(void *ctx)
+{
+    (void)ctx;
+    idle_calls_once++;
+    return false;
+}
 static bool idle_posts(void *ctx)
 {
     (void)ctx;

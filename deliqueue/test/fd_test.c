@@ -122,11 +122,11 @@ static int64_t cpu_ns(clockid_t c)
 
 typedef struct counter {
     _Atomic int calls;
-    _Atomic uint32_t events;  /* events of the last call */
-    _Atomic int fd;           /* fd of the last call */
-    uint32_t keep;            /* what to return */
-    bool drain;               /* read what is there */
-    pthread_t thread;         /* the thread of the last call */
+    _Atomic uint32_t events; /* events of the last call */
+    _Atomic int fd;          /* fd of the last call */
+    uint32_t keep;           /* what to return */
+    bool drain;              /* read what is there */
+    pthread_t thread;        /* the thread of the last call */
 } counter;
 
 static uint32_t count_listener(int fd, uint32_t events, void *ctx)
@@ -161,11 +161,15 @@ Test(fd, bad_arguments_are_einval)
     int p[2];
     make_pipe(p);
     counter c = { .keep = DQ_EVENT_INPUT };
-    cr_assert_eq(dq_add_fd_listener(NULL, p[0], DQ_EVENT_INPUT, count_listener, &c), -EINVAL);
+    cr_assert_eq(dq_add_fd_listener(NULL, p[0], DQ_EVENT_INPUT, count_listener, &c),
+                 -EINVAL);
     cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, NULL, &c), -EINVAL);
-    cr_assert_eq(dq_add_fd_listener(d, -1, DQ_EVENT_INPUT, count_listener, &c), -EINVAL);
+    cr_assert_eq(dq_add_fd_listener(d, -1, DQ_EVENT_INPUT, count_listener, &c),
+                 -EINVAL);
     cr_assert_eq(dq_add_fd_listener(d, p[0], 8, count_listener, &c), -EINVAL);
-    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT | 0x100, count_listener, &c), -EINVAL);
+    cr_assert_eq(
+        dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT | 0x100, count_listener, &c),
+        -EINVAL);
     cr_assert_eq(dq_remove_fd_listener(NULL, p[0]), -EINVAL);
     cr_assert_eq(dq_remove_fd_listener(d, -1), -EINVAL);
     cr_assert_eq(dq_backend_fd(NULL), -EINVAL);
@@ -181,7 +185,8 @@ Test(fd, closed_fd_is_ebadf)
     make_pipe(p);
     close(p[0]);
     close(p[1]);
-    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL), -EBADF);
+    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 -EBADF);
     dq_unref(d);
 }
 
@@ -199,7 +204,8 @@ Test(fd, regular_file_is_eperm)
     int fd = mkstemp(buf);
     cr_assert_geq(fd, 0);
     unlink(buf);
-    cr_assert_eq(dq_add_fd_listener(d, fd, DQ_EVENT_INPUT, never_listener, NULL), -EPERM);
+    cr_assert_eq(dq_add_fd_listener(d, fd, DQ_EVENT_INPUT, never_listener, NULL),
+                 -EPERM);
     cr_assert_eq(dq_remove_fd_listener(d, fd), -ENOENT);
     close(fd);
     dq_unref(d);
@@ -232,12 +238,14 @@ Test(fd, add_after_quit_is_eshutdown)
     int p[2];
     make_pipe(p);
     dq_quit(d);
-    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL), -ESHUTDOWN);
+    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 -ESHUTDOWN);
     dq_unref(d);
 
     d = dq_create(NULL);
     dq_quit_safely(d);
-    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL), -ESHUTDOWN);
+    cr_assert_eq(dq_add_fd_listener(d, p[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 -ESHUTDOWN);
     dq_unref(d);
     close(p[0]), close(p[1]);
 }
@@ -275,8 +283,10 @@ Test(fd, add_from_another_thread_wakes_a_sleeping_consumer)
         write_byte(p[1]);
         sleep_ms(round % 3); /* the add lands before, during and after the sleep */
         counter c = { .keep = 0 };
-        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c), 0);
-        cr_assert(await_count(&c.calls, 1), "round %d: the add did not wake the consumer", round);
+        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c),
+                     0);
+        cr_assert(await_count(&c.calls, 1),
+                  "round %d: the add did not wake the consumer", round);
         looper_stop(&l);
         close(p[0]), close(p[1]);
     }
@@ -298,12 +308,15 @@ Test(fd, add_while_the_consumer_spins_before_sleeping)
         /* a message through the looper, waited for without sleeping: the
            consumer then spins for up to 1 ms before it sleeps */
         _Atomic int done = 0;
-        dq_msg m = { .target = &target_a, .obj = (void *)&done, .callback = sync_callback };
+        dq_msg m = { .target = &target_a,
+                     .obj = (void *)&done,
+                     .callback = sync_callback };
         cr_assert_eq(dq_post(l.q, &m, NULL), 0);
         while (!atomic_load(&done))
             ;
         counter c = { .keep = 0 };
-        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c), 0);
+        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c),
+                     0);
         cr_assert(await_count(&c.calls, 1), "round %d: the add was lost", round);
         looper_stop(&l);
         close(p[0]), close(p[1]);
@@ -317,7 +330,8 @@ Test(fd, posts_wake_a_consumer_waiting_in_epoll)
     looper_start(&l);
     int p[2];
     make_pipe(p);
-    cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, never_listener, NULL), 0);
+    cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 0);
     for (int i = 0; i < 50; i++) {
         if (i % 10 == 0)
             sleep_ms(5);
@@ -374,7 +388,8 @@ Test(fd, remove_from_another_thread)
     make_pipe(p);
     counter c = { .keep = DQ_EVENT_OUTPUT };
     cr_assert_eq(dq_add_fd_listener(l.q, p[1], DQ_EVENT_OUTPUT, count_listener, &c), 0);
-    cr_assert(await_count(&c.calls, 10), "an always-writable fd is called again and again");
+    cr_assert(await_count(&c.calls, 10),
+              "an always-writable fd is called again and again");
     cr_assert_eq(dq_remove_fd_listener(l.q, p[1]), 0);
     sync_wait(&l);
     int seen = atomic_load(&c.calls);
@@ -404,7 +419,8 @@ Test(fd, return_value_sets_the_events_kept)
     int p[2];
     make_pipe(p);
     counter c = { 0 };
-    cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, input_then_error_only, &c), 0);
+    cr_assert_eq(
+        dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, input_then_error_only, &c), 0);
     write_byte(p[1]);
     cr_assert(await_count(&c.calls, 1));
     write_byte(p[1]); /* readable, but INPUT is no longer watched */
@@ -483,8 +499,10 @@ Test(fd, pipe_256k_between_listeners_then_epipe)
     make_pipe(p);
     transfer t = { .rfd = p[0], .wfd = p[1] };
     cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, reader_listener, &t), 0);
-    cr_assert_eq(dq_add_fd_listener(l.q, p[1], DQ_EVENT_OUTPUT, writer_listener, &t), 0);
-    cr_assert(await_count(&t.reader_done, 1), "the reader saw %zu of %d bytes", t.read, PIPE_BYTES);
+    cr_assert_eq(dq_add_fd_listener(l.q, p[1], DQ_EVENT_OUTPUT, writer_listener, &t),
+                 0);
+    cr_assert(await_count(&t.reader_done, 1), "the reader saw %zu of %d bytes", t.read,
+              PIPE_BYTES);
     sync_wait(&l);
     cr_assert_eq(t.read, PIPE_BYTES);
     cr_assert_eq(t.written, PIPE_BYTES);
@@ -505,11 +523,11 @@ Test(fd, pipe_256k_between_listeners_then_epipe)
 /* ---- the fd reuse cases (CTS testPathologicalFileDescriptorReuse*) ----- */
 
 typedef struct reuse {
-    int fd;        /* the watched number */
-    int other[2];  /* the second pipe */
+    int fd;       /* the watched number */
+    int other[2]; /* the second pipe */
     looper *l;
     counter second;
-    int mode;      /* 0 close; 1 dup2 over it; 2 dup2 and register it */
+    int mode; /* 0 close; 1 dup2 over it; 2 dup2 and register it */
     _Atomic int calls;
 } reuse;
 
@@ -528,7 +546,8 @@ static uint32_t reuse_listener(int fd, uint32_t events, void *ctx)
         r->other[0] = fd;
         if (r->mode == 2)
             cr_assert_eq(dq_add_fd_listener(r->l->q, fd, DQ_EVENT_INPUT, count_listener,
-                                            &r->second), 0);
+                                            &r->second),
+                         0);
     }
     return 0;
 }
@@ -558,7 +577,8 @@ static void reuse_case(int mode)
     }
     fd = r.other[0];
     if (mode != 2) {
-        int err = dq_add_fd_listener(l.q, fd, DQ_EVENT_INPUT, count_listener, &r.second);
+        int err =
+            dq_add_fd_listener(l.q, fd, DQ_EVENT_INPUT, count_listener, &r.second);
         cr_assert_eq(err, 0, "re-adding fd %d: %d", fd, err);
     }
     close(r.other[1]); /* its own hang-up */
@@ -611,12 +631,14 @@ Test(fd, closed_fd_with_a_live_dup_does_not_spin)
     make_pipe(p);
     /* another listener keeps the consumer waiting in epoll */
     make_pipe(idle);
-    cr_assert_eq(dq_add_fd_listener(l.q, idle[0], DQ_EVENT_INPUT, never_listener, NULL), 0);
+    cr_assert_eq(dq_add_fd_listener(l.q, idle[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 0);
     int dup_fd = dup(p[0]);
     cr_assert_geq(dup_fd, 0);
     _Atomic int calls = 0;
     cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_ERROR, close_and_unregister,
-                                    (void *)&calls), 0);
+                                    (void *)&calls),
+                 0);
     close(p[1]);
     cr_assert(await_count(&calls, 1));
     sync_wait(&l);
@@ -642,7 +664,8 @@ Test(fd, removed_after_close_with_a_live_dup_does_not_spin)
     int p[2], idle[2];
     make_pipe(p);
     make_pipe(idle);
-    cr_assert_eq(dq_add_fd_listener(l.q, idle[0], DQ_EVENT_INPUT, never_listener, NULL), 0);
+    cr_assert_eq(dq_add_fd_listener(l.q, idle[0], DQ_EVENT_INPUT, never_listener, NULL),
+                 0);
     int dup_fd = dup(p[0]);
     counter c = { .keep = DQ_EVENT_INPUT };
     cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_ERROR, count_listener, &c), 0);
@@ -695,7 +718,8 @@ Test(fd, ready_fd_runs_before_a_message_due_after_it)
         cr_assert_eq(dq_try_next(d, &out), 0);
         o.what[o.n++] = 'M';
         cr_assert_eq(o.n, 2 * (i + 1));
-        cr_assert_eq(o.what[o.n - 2], 'F', "round %d: the message went before the fd", i);
+        cr_assert_eq(o.what[o.n - 2], 'F', "round %d: the message went before the fd",
+                     i);
     }
     dq_unref(d);
     close(p[0]), close(p[1]);
@@ -864,7 +888,7 @@ typedef struct poster {
     dq_queue *q;
     int what;
     int64_t delay;
-    int wfd;   /* >= 0: write a byte here instead */
+    int wfd; /* >= 0: write a byte here instead */
     bool quit;
 } poster;
 
@@ -920,7 +944,8 @@ Test(fd, backend_fd_readable_for_each_kind_of_work)
     cr_assert_eq(drain_queue(d, &last), 1);
     cr_assert_eq(last, 2);
     /* a later one does not */
-    from_thread((poster){ .q = d, .what = 3, .delay = 120 * INT64_C(1000000000), .wfd = -1 });
+    from_thread(
+        (poster){ .q = d, .what = 3, .delay = 120 * INT64_C(1000000000), .wfd = -1 });
     cr_assert(!readable_within(bfd, 50), "a later post made it readable");
 
     /* a watched fd is ready */

@@ -6,11 +6,16 @@
 
 #include <deliqueue_internal/heap.h>
 
-typedef struct item { dq_heap_elem elem; dq_key key; } item;
+typedef struct item {
+    dq_heap_elem elem;
+    dq_key key;
+} item;
 
 Test(comparator, lexicographic_over_the_whole_range)
 {
-    const int64_t v[] = { INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX };
+    const int64_t v[] = {
+        INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX
+    };
     const int64_t seqs[] = { 0, 1, 2, INT64_C(1) << 62, INT64_MAX - 1, INT64_MAX };
     for (size_t i = 0; i < 7; i++)
         for (size_t j = 0; j < 7; j++) {
@@ -28,9 +33,10 @@ Test(comparator, lexicographic_over_the_whole_range)
                     /* dq_key_less: any when, seq >= 0 */
                     dq_key a = { v[i], seqs[k] }, b = { v[j], seqs[l] };
                     bool want = v[i] != v[j] ? v[i] < v[j] : seqs[k] < seqs[l];
-                    cr_assert_eq(dq_key_less(a, b), want, "less (%lld,%lld) vs (%lld,%lld)",
-                                 (long long)v[i], (long long)seqs[k],
-                                 (long long)v[j], (long long)seqs[l]);
+                    cr_assert_eq(dq_key_less(a, b), want,
+                                 "less (%lld,%lld) vs (%lld,%lld)", (long long)v[i],
+                                 (long long)seqs[k], (long long)v[j],
+                                 (long long)seqs[l]);
                     cr_assert_eq(dq_key_less_branchy(a, b), want);
                 }
         }
@@ -128,7 +134,8 @@ static void check_against_model(const dq_heap *h, item *it, const bool *live, si
     model_segments_seen[k]++;
     for (int j = 0; j < k; j++) {
         cr_assert_gt(seg[j].n, 0, "an empty segment");
-        for (const dq_heap_slot *sl = seg[j].slots; sl < seg[j].slots + seg[j].n; sl++) {
+        for (const dq_heap_slot *sl = seg[j].slots; sl < seg[j].slots + seg[j].n;
+             sl++) {
             dq_heap_elem *e = sl->elem;
             if (e == NULL)
                 continue;
@@ -176,10 +183,13 @@ Test(heap, due_run_matches_a_model)
                 int kind = rand() % 8;
                 /* due-now (the run's case), due in the past (may sort
                    before the run's last), delayed, or front */
-                x->key.when = kind < 4 ? now : kind < 5 ? now - rand() % 50
-                            : kind < 7 ? now + 1 + rand() % 200 : DQ_KEY_FRONT;
-                x->key.seq = x->key.when == DQ_KEY_FRONT ? (INT64_C(1) << 40) + front_seq--
-                                                          : (INT64_C(1) << 41) + seq++;
+                x->key.when = kind < 4   ? now
+                              : kind < 5 ? now - rand() % 50
+                              : kind < 7 ? now + 1 + rand() % 200
+                                         : DQ_KEY_FRONT;
+                x->key.seq = x->key.when == DQ_KEY_FRONT
+                                 ? (INT64_C(1) << 40) + front_seq--
+                                 : (INT64_C(1) << 41) + seq++;
                 int err = rand() % 4 ? dq_heap_push_due(&h, &x->elem, x->key, now)
                                      : dq_heap_push(&h, &x->elem, x->key);
                 cr_assert_eq(err, 0);
@@ -247,7 +257,9 @@ Test(heap, due_push_keeps_order_with_the_binary_part)
 {
     /* a delayed key in the binary part, then due keys in the run, one of
        them due before the run's last (so it takes the binary part) */
-    item it[4] = { { .key = { 50, 1 } }, { .key = { 10, 2 } }, { .key = { 12, 3 } },
+    item it[4] = { { .key = { 50, 1 } },
+                   { .key = { 10, 2 } },
+                   { .key = { 12, 3 } },
                    { .key = { 11, 4 } } };
     dq_heap h;
     dq_heap_init(&h);

@@ -13,7 +13,10 @@ TestSuite(pool, .init = fixture_setup, .fini = fixture_teardown);
 
 #define INDEX_MASK ((UINT64_C(1) << 28) - 1)
 
-static uint32_t index_of(dq_token t) { return (uint32_t)(t & INDEX_MASK); }
+static uint32_t index_of(dq_token t)
+{
+    return (uint32_t)(t & INDEX_MASK);
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -23,7 +26,7 @@ static int cmp_u32(const void *a, const void *b)
 
 struct poster_run {
     dq_queue *q;
-    int       count;
+    int count;
     uint32_t *indices;
 };
 
@@ -83,8 +86,8 @@ Test(pool, reuses_lowest_free_nodes_first_in_address_order)
     run_poster(&r);
     qsort(retired, N, sizeof(retired[0]), cmp_u32);
     for (int i = 1; i < M; i++)
-        cr_assert_gt(taken[i], taken[i - 1],
-                     "post %d took node %u after node %u", i, taken[i], taken[i - 1]);
+        cr_assert_gt(taken[i], taken[i - 1], "post %d took node %u after node %u", i,
+                     taken[i], taken[i - 1]);
     /* the map may hold other free nodes below these, never above: the
        last node taken is at most the M-th lowest of the retired ones */
     cr_assert_leq(taken[M - 1], retired[M - 1],
@@ -151,8 +154,8 @@ Test(pool, exited_threads_give_their_cached_nodes_back)
         cr_assert_eq(dq_try_next(q, &out), 0);
     /* Each thread took a word of 64 nodes; without the give-back each
        would have taken a fresh word, 400 words = 25,600 nodes apart. */
-    cr_assert_lt(hi - lo, 64u * 64u,
-                 "%d threads' posts spread over nodes %u..%u", THREADS, lo, hi);
+    cr_assert_lt(hi - lo, 64u * 64u, "%d threads' posts spread over nodes %u..%u",
+                 THREADS, lo, hi);
 }
 
 /* Threads post to their own queues and cancel and retire at once, so that
@@ -160,8 +163,8 @@ Test(pool, exited_threads_give_their_cached_nodes_back)
    time: no node is ever handed to two threads (each cancel reports the
    payload its own thread posted, exactly once). */
 struct churner {
-    pthread_t  thread;
-    int        id;
+    pthread_t thread;
+    int id;
     _Atomic long *mixed;
 };
 
@@ -213,8 +216,8 @@ Test(pool, concurrent_takers_never_share_a_node, .timeout = 30)
         cr_assert_eq(pthread_join(c[i].thread, &rc), 0);
         cr_assert_null(rc, "thread %d failed at step %ld", i, (long)(intptr_t)rc);
     }
-    cr_assert_eq(atomic_load(&mixed), 0, "%ld cancels reported another thread's message",
-                 atomic_load(&mixed));
+    cr_assert_eq(atomic_load(&mixed), 0,
+                 "%ld cancels reported another thread's message", atomic_load(&mixed));
 }
 
 /* The pool's counts (dq_pool_stats) follow nodes through a queue's life:
@@ -222,10 +225,13 @@ Test(pool, concurrent_takers_never_share_a_node, .timeout = 30)
 static void check_adds_up(const struct dq_pool_stats *s)
 {
     cr_assert_eq(s->nodes_free + s->nodes_cached + s->nodes_limbo + s->nodes_in_use,
-                 s->nodes_total, "free %llu + cached %llu + limbo %llu + in use %llu != "
-                 "total %llu", (unsigned long long)s->nodes_free,
-                 (unsigned long long)s->nodes_cached, (unsigned long long)s->nodes_limbo,
-                 (unsigned long long)s->nodes_in_use, (unsigned long long)s->nodes_total);
+                 s->nodes_total,
+                 "free %llu + cached %llu + limbo %llu + in use %llu != "
+                 "total %llu",
+                 (unsigned long long)s->nodes_free, (unsigned long long)s->nodes_cached,
+                 (unsigned long long)s->nodes_limbo,
+                 (unsigned long long)s->nodes_in_use,
+                 (unsigned long long)s->nodes_total);
     cr_assert_geq(s->reserved_bytes, s->nodes_total * 128);
 }
 

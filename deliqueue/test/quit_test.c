@@ -24,7 +24,7 @@ Test(quit, quit_safely_delivers_what_is_due)
     int64_t t = dq_now();
     cr_assert_eq(post_at(1, t), 0);
     cr_assert_eq(post_at(2, t - 5), 0);
-    cr_assert_eq(post_at(3, t + 1), 0);   /* due later: dropped */
+    cr_assert_eq(post_at(3, t + 1), 0); /* due later: dropped */
     cr_assert_eq(post_at(4, INT64_MAX), 0);
     dq_quit_safely(q);
     dq_msg m = msg_what(&target_a, 9);
@@ -107,7 +107,11 @@ Test(quit, quit_wakes_a_blocked_consumer)
     pthread_join(t, NULL);
 }
 
-struct holder { dq_queue *q; _Atomic int go; int rejected, accepted; };
+struct holder {
+    dq_queue *q;
+    _Atomic int go;
+    int rejected, accepted;
+};
 
 static void *post_until_rejected(void *arg)
 {
@@ -153,7 +157,12 @@ Test(quit, producers_racing_quit_account_exactly)
     cr_assert_eq((size_t)delivered + atomic_load(&rec.discards), (size_t)accepted);
 }
 
-struct canceller { dq_queue *q; dq_token *tokens; int count; _Atomic int *go; };
+struct canceller {
+    dq_queue *q;
+    dq_token *tokens;
+    int count;
+    _Atomic int *go;
+};
 
 static _Thread_local bool in_canceller;
 
@@ -251,7 +260,10 @@ Test(quit, consumer_cancels_its_own_messages_before_and_after_teardown)
     cr_assert_eq(dq_cancel(q, t[0]), -ENOENT);
 }
 
-struct quitter { dq_queue *q; _Atomic int *go; };
+struct quitter {
+    dq_queue *q;
+    _Atomic int *go;
+};
 
 static void *quit_when_told(void *arg)
 {
@@ -435,7 +447,12 @@ Test(quit, handler_removes_during_the_drain_of_dq_loop)
 /* Another thread removes while the consumer drains (real clock): each
    message is delivered or discarded exactly once, and a cancel that
    answers 0 means the message did not run. */
-struct drain_remover { dq_queue *q; dq_token *tok; int n; int cancelled; };
+struct drain_remover {
+    dq_queue *q;
+    dq_token *tok;
+    int n;
+    int cancelled;
+};
 static void *cancel_while_draining(void *arg)
 {
     struct drain_remover *d = arg;
@@ -448,7 +465,10 @@ static void *cancel_while_draining(void *arg)
 }
 
 static _Atomic int drain_delivered_what[2000];
-static void count_delivery(dq_msg *m) { atomic_fetch_add(&drain_delivered_what[m->arg1], 1); }
+static void count_delivery(dq_msg *m)
+{
+    atomic_fetch_add(&drain_delivered_what[m->arg1], 1);
+}
 
 Test(quit, cancels_racing_the_drain_account_exactly)
 {
@@ -485,7 +505,11 @@ Test(quit, cancels_racing_the_drain_account_exactly)
 
 /* Posts racing quit_safely (real clock): every post accepted is due by
    the quit, so it is delivered, never trimmed. */
-struct racing_poster { dq_queue *q; _Atomic int *go; int accepted; };
+struct racing_poster {
+    dq_queue *q;
+    _Atomic int *go;
+    int accepted;
+};
 static void *post_until_shut(void *arg)
 {
     struct racing_poster *p = arg;
@@ -527,7 +551,8 @@ Test(quit, posts_racing_quit_safely_are_delivered_not_trimmed)
             delivered++;
         cr_assert_eq(atomic_load(&rec.discards), 0,
                      "round %d: a due-now post accepted before the quit was trimmed "
-                     "(%d accepted, %d delivered)", round, accepted, delivered);
+                     "(%d accepted, %d delivered)",
+                     round, accepted, delivered);
         cr_assert_eq(delivered, accepted);
         dq_unref(r);
     }

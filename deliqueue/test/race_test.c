@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 
-#define PRODUCERS 2
+#define PRODUCERS    2
 #define PER_PRODUCER (1 << 16)
 
 static _Atomic uint8_t fate[PRODUCERS][PER_PRODUCER]; /* 1 delivered, 2 discarded */
@@ -44,8 +44,9 @@ static void *producer(void *arg)
     int id = (int)(intptr_t)arg;
     unsigned seed = (unsigned)id + 1;
     for (int i = 0; i < PER_PRODUCER && !atomic_load(&stop); i++) {
-        dq_msg m = { .target = &target_a, .what = rand_r(&seed) % 8,
-                     .arg1 = id, .arg2 = i };
+        dq_msg m = {
+            .target = &target_a, .what = rand_r(&seed) % 8, .arg1 = id, .arg2 = i
+        };
         if (i % 5 == 0)
             m.flags = DQ_ASYNC;
         dq_token t;
@@ -68,7 +69,8 @@ static void *remover(void *arg)
     (void)arg;
     unsigned seed = 99;
     while (!atomic_load(&stop)) {
-        dq_match m = { .target = &target_a, .fields = DQ_MATCH_WHAT,
+        dq_match m = { .target = &target_a,
+                       .fields = DQ_MATCH_WHAT,
                        .what = rand_r(&seed) % 64 };
         dq_remove(q, &m);
         dq_has(q, &m);
@@ -208,5 +210,6 @@ Test(race, cancel_races_delivery_of_the_top_message)
         cr_assert(f == 1 || f == 2, "message %d fate %u", i, f);
     }
     cr_assert_eq(atomic_load(&violations), 0);
-    cr_log_info("delivered %zu of %d, the rest cancelled", delivered, TOP_RACE_MESSAGES);
+    cr_log_info("delivered %zu of %d, the rest cancelled", delivered,
+                TOP_RACE_MESSAGES);
 }

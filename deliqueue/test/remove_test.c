@@ -4,8 +4,14 @@
 
 TestSuite(remove, .init = fixture_setup, .fini = fixture_teardown);
 
-static void cb1(dq_msg *m) { (void)m; }
-static void cb2(dq_msg *m) { (void)m; }
+static void cb1(dq_msg *m)
+{
+    (void)m;
+}
+static void cb2(dq_msg *m)
+{
+    (void)m;
+}
 static int obj1, obj2;
 
 /* 2 targets x 2 whats x 2 objs x 2 callbacks: 16 distinct messages */
@@ -17,7 +23,8 @@ static void post_grid(void)
             for (int o = 0; o < 2; o++)
                 for (int c = 0; c < 2; c++) {
                     dq_msg m = { .target = t ? &target_b : &target_a,
-                                 .what = w, .arg1 = id++,
+                                 .what = w,
+                                 .arg1 = id++,
                                  .obj = o ? &obj2 : &obj1,
                                  .callback = c ? cb2 : cb1 };
                     cr_assert_eq(dq_post(q, &m, NULL), 0);
@@ -28,8 +35,11 @@ Test(remove, every_field_combination)
 {
     for (uint32_t fields = 0; fields <= DQ_MATCH_ALL_FIELDS; fields++) {
         post_grid();
-        dq_match m = { .target = &target_a, .fields = fields, .what = 1,
-                       .obj = &obj2, .callback = cb2 };
+        dq_match m = { .target = &target_a,
+                       .fields = fields,
+                       .what = 1,
+                       .obj = &obj2,
+                       .callback = cb2 };
         /* target fixes half; each asked-for field halves again */
         size_t expect = 8 >> __builtin_popcount(fields);
         cr_assert_eq(dq_has(q, &m), true);

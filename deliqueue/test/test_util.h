@@ -15,7 +15,8 @@
 
 typedef struct recorder {
     _Atomic size_t discards;
-    int32_t what[MAX_RECORDED]; /* what of each discard, in order (single-threaded tests) */
+    int32_t
+        what[MAX_RECORDED]; /* what of each discard, in order (single-threaded tests) */
     size_t dispatched;
 } recorder;
 

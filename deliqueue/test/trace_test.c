@@ -15,10 +15,18 @@
 
 #include "../src/trace.h" /* dq_trace_format, the internal formatter */
 
-enum { K_POST = DQ_TRACE_POST, K_REFUSED = DQ_TRACE_POST_REFUSED, K_BARRIER = DQ_TRACE_BARRIER,
-       K_DELIVER = DQ_TRACE_DELIVER, K_DISPATCH = DQ_TRACE_DISPATCH, K_SLEEP = DQ_TRACE_SLEEP,
-       K_END = DQ_TRACE_END, K_BACKLOG = DQ_TRACE_BACKLOG, K_CANCEL = DQ_TRACE_CANCEL,
-       K_REMOVE = DQ_TRACE_REMOVE };
+enum {
+    K_POST = DQ_TRACE_POST,
+    K_REFUSED = DQ_TRACE_POST_REFUSED,
+    K_BARRIER = DQ_TRACE_BARRIER,
+    K_DELIVER = DQ_TRACE_DELIVER,
+    K_DISPATCH = DQ_TRACE_DISPATCH,
+    K_SLEEP = DQ_TRACE_SLEEP,
+    K_END = DQ_TRACE_END,
+    K_BACKLOG = DQ_TRACE_BACKLOG,
+    K_CANCEL = DQ_TRACE_CANCEL,
+    K_REMOVE = DQ_TRACE_REMOVE
+};
 typedef dq_trace_event event;
 
 static int sink = -1;
@@ -101,8 +109,8 @@ Test(trace, format_of_every_event)
 
 Test(trace, format_cuts_a_line_that_does_not_fit)
 {
-    event e = { K_POST, 123456, "a-rather-long-queue-name-here", 2147483647,
-                INT64_MAX - 1, 0 };
+    event e = { K_POST,     123456,        "a-rather-long-queue-name-here",
+                2147483647, INT64_MAX - 1, 0 };
     char full[128], cut[24];
     size_t n = dq_trace_format(full, sizeof(full), &e);
     cr_assert_lt(n, sizeof(full));
@@ -165,10 +173,8 @@ Test(trace, barriers_are_not_backlog)
     cr_assert_eq(dq_remove_sync_barrier(q, barrier), 0);
     cr_assert_eq(next_what(), NOTHING_DUE);
     static const char *const lines[] = {
-        "I|%d|dq:ui barrier due=now",
-        "I|%d|dq:ui post what=9 due=now",
-        "C|%d|dq:ui backlog|1",
-        "C|%d|dq:ui backlog|0",
+        "I|%d|dq:ui barrier due=now", "I|%d|dq:ui post what=9 due=now",
+        "C|%d|dq:ui backlog|1",       "C|%d|dq:ui backlog|0",
         "I|%d|dq:ui deliver what=9",
     };
     expect_lines(lines, sizeof(lines) / sizeof(lines[0]));
@@ -226,7 +232,8 @@ Test(trace, sleeps_are_slices)
     char *copy = strdup(written());
     int sleeps = 0, depth = 0, line_no = 0;
     const char *last = NULL;
-    for (char *save, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    for (char *save, *l = strtok_r(copy, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
         line_no++;
         if (line_no <= 2)
             continue; /* the post and the first backlog */
@@ -309,7 +316,8 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
     buf[n] = '\0';
     close(err_sink);
     close(readonly);
-    cr_assert_not_null(strstr(buf, "deliqueue: tracing: writing to (test descriptor) failed"));
+    cr_assert_not_null(
+        strstr(buf, "deliqueue: tracing: writing to (test descriptor) failed"));
     cr_assert_eq(strchr(buf, '\n'), buf + n - 1, "more than one line: %s", buf);
 }
 
@@ -317,7 +325,7 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
    config): every post and delivery is one whole line, under one of the
    names the queue had. */
 #define RACE_PRODUCERS 2
-#define RACE_POSTS 2000
+#define RACE_POSTS     2000
 
 static void *race_producer(void *arg)
 {
@@ -342,7 +350,8 @@ Test(trace, posts_deliveries_and_renames_race)
     dq_test_clock_real();
     pthread_t producers[RACE_PRODUCERS], renamer;
     for (int p = 0; p < RACE_PRODUCERS; p++)
-        cr_assert_eq(pthread_create(&producers[p], NULL, race_producer, (void *)(intptr_t)p), 0);
+        cr_assert_eq(
+            pthread_create(&producers[p], NULL, race_producer, (void *)(intptr_t)p), 0);
     cr_assert_eq(pthread_create(&renamer, NULL, race_renamer, NULL), 0);
     for (int got = 0; got < RACE_PRODUCERS * RACE_POSTS;) {
         dq_msg out;
@@ -362,7 +371,8 @@ Test(trace, posts_deliveries_and_renames_race)
     char prefix[2][32];
     snprintf(prefix[0], sizeof(prefix[0]), "|%d|dq:ui ", pid);
     snprintf(prefix[1], sizeof(prefix[1]), "|%d|dq:renamed ", pid);
-    for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    for (char *save, *l = strtok_r(buf, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
         cr_assert(strchr("IBEC", l[0]) && l[1] == '|', "malformed line '%s'", l);
         if (l[0] == 'E')
             continue;

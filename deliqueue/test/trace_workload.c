@@ -20,8 +20,8 @@
 #include <deliqueue/deliqueue.h>
 
 #define PRODUCERS 2
-#define DUE_NOW   400    /* per producer */
-#define LATER     60     /* per producer */
+#define DUE_NOW   400 /* per producer */
+#define LATER     60  /* per producer */
 #define FAR       (3600LL * 1000000000)
 
 static dq_queue *q;
@@ -84,7 +84,8 @@ static void quiesce_and_check(void)
     posts++;
     for (int i = 0; atomic_load(&syncs_seen) < want; i++) {
         if (i > 10000) {
-            fprintf(stderr, "trace_workload: the consumer did not dispatch the sync message\n");
+            fprintf(stderr,
+                    "trace_workload: the consumer did not dispatch the sync message\n");
             exit(1);
         }
         struct timespec ts = { 0, 1000000 };
@@ -107,8 +108,9 @@ int main(void)
     if (marker < 0)
         marker = open("/sys/kernel/debug/tracing/trace_marker", O_WRONLY | O_CLOEXEC);
     if (marker < 0 || dq_trace_enable(true) != 0) {
-        fprintf(stderr, "trace_workload: tracefs trace_marker is not writable (needs root "
-                        "and tracefs mounted)\n");
+        fprintf(stderr,
+                "trace_workload: tracefs trace_marker is not writable (needs root "
+                "and tracefs mounted)\n");
         return 2;
     }
     dq_options o = { .dispatch = on_dispatch, .on_discard = on_discard };
@@ -130,7 +132,8 @@ int main(void)
             cancelled += dq_cancel(q, tokens[p][i]) == 0;
     quiesce_and_check();
     for (int p = 0; p < PRODUCERS; p++) {
-        dq_match match = { .target = &later_target, .fields = DQ_MATCH_WHAT,
+        dq_match match = { .target = &later_target,
+                           .fields = DQ_MATCH_WHAT,
                            .what = p * 100000 + DUE_NOW + 1 };
         removed += (long)dq_remove(q, &match);
     }
@@ -140,8 +143,8 @@ int main(void)
     dq_quit(q);
     pthread_join(consumer, NULL);
     dq_unref(q);
-    printf("posted=%ld delivered=%ld cancelled=%ld removed=%ld dropped=%ld pid=%d\n", posts,
-           atomic_load(&delivered), cancelled, removed, atomic_load(&dropped) - before_quit,
-           (int)getpid());
+    printf("posted=%ld delivered=%ld cancelled=%ld removed=%ld dropped=%ld pid=%d\n",
+           posts, atomic_load(&delivered), cancelled, removed,
+           atomic_load(&dropped) - before_quit, (int)getpid());
     return 0;
 }

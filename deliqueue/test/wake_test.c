@@ -21,7 +21,7 @@
 #include "test_util.h"
 
 /* Long enough for the consumer to finish any idle spin and sleep. */
-#define SETTLE_NS (20 * 1000000)
+#define SETTLE_NS         (20 * 1000000)
 /* A lost wake-up waits forever; a delivered message comes within a
    scheduling latency, far below this even under QEMU and TSan. */
 #define DELIVERY_BOUND_NS (INT64_C(2) * 1000000000)
@@ -36,7 +36,7 @@ static void sleep_ns(int64_t ns)
 typedef struct blocked_consumer {
     dq_queue *q;
     pthread_t thread;
-    _Atomic int32_t last_what;   /* 0: nothing delivered yet */
+    _Atomic int32_t last_what; /* 0: nothing delivered yet */
     _Atomic int64_t delivered_at;
 } blocked_consumer;
 
@@ -82,7 +82,8 @@ static int64_t delivery_latency(blocked_consumer *c, int32_t what, int64_t poste
 
 enum way { FRONT, EARLIER_WHEN, CLOCK_READ_BEFORE_BARRIER };
 static const char *const way_names[] = {
-    "dq_post_at_front", "dq_post_at before the barrier's when",
+    "dq_post_at_front",
+    "dq_post_at before the barrier's when",
     "dq_post whose clock read preceded the barrier post",
 };
 
@@ -102,9 +103,7 @@ static void check_wakes_behind_barrier(enum way way)
         dq_msg m = msg_what(&target_a, 7);
         int64_t posted_at = dq_now();
         switch (way) {
-        case FRONT:
-            cr_assert_eq(dq_post_at_front(c.q, &m, NULL), 0);
-            break;
+        case FRONT: cr_assert_eq(dq_post_at_front(c.q, &m, NULL), 0); break;
         case EARLIER_WHEN:
             cr_assert_eq(dq_post_at(c.q, &m, before_barrier - 1000, NULL), 0);
             break;

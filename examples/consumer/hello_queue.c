@@ -4,7 +4,8 @@
 
 static const char handler[] = "hello";
 
-int main(void) {
+int main(void)
+{
     dq_queue *q = dq_create(NULL);
     if (q == NULL) {
         perror("dq_create");
@@ -12,7 +13,7 @@ int main(void) {
     }
     int64_t now = dq_now();
     for (int i = 3; i >= 1; i--) {
-        dq_msg m = {.target = handler, .what = i};
+        dq_msg m = { .target = handler, .what = i };
         int rc = dq_post_at(q, &m, now + i * 1000000, NULL); /* i ms from now */
         if (rc != 0) {
             fprintf(stderr, "dq_post_at: %d\n", rc);

@@ -143,7 +143,9 @@ int main(void)
         return 1;
     }
     int fd = dq_backend_fd(a.q); /* this thread becomes the consumer */
-    int err = fd < 0 ? fd : dq_add_fd_listener(a.q, a.pipe_fd[0], DQ_EVENT_INPUT, on_pipe, &a);
+    int err = fd < 0
+                  ? fd
+                  : dq_add_fd_listener(a.q, a.pipe_fd[0], DQ_EVENT_INPUT, on_pipe, &a);
     if (err < 0) {
         fprintf(stderr, "deliqueue: %s\n", strerror(-err));
         return 1;
@@ -168,5 +170,7 @@ int main(void)
     dq_unref(a.q);
     g_main_loop_unref(a.loop);
     printf("glib: %ld messages, %ld bytes, %d errors\n", a.messages, a.bytes, a.errors);
-    return a.errors == 0 && a.messages == (long)PRODUCERS * MESSAGES && a.bytes == BYTES ? 0 : 1;
+    return a.errors == 0 && a.messages == (long)PRODUCERS * MESSAGES && a.bytes == BYTES
+               ? 0
+               : 1;
 }

@@ -14,7 +14,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static int replay_file(const char *path) {
+static int replay_file(const char *path)
+{
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         perror(path);
@@ -54,7 +55,8 @@ static int replay_file(const char *path) {
     return 0;
 }
 
-static int replay_path(const char *path, int *count) {
+static int replay_path(const char *path, int *count)
+{
     struct stat st;
     if (stat(path, &st) != 0) {
         perror(path);
@@ -72,7 +74,8 @@ static int replay_path(const char *path, int *count) {
     int rc = 0;
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] == '.') continue;
+        if (entry->d_name[0] == '.')
+            continue;
         size_t need = strlen(path) + strlen(entry->d_name) + 2;
         char *child = malloc(need);
         if (child == NULL) {
@@ -82,7 +85,8 @@ static int replay_path(const char *path, int *count) {
         snprintf(child, need, "%s/%s", path, entry->d_name);
         if (stat(child, &st) == 0 && !S_ISDIR(st.st_mode)) {
             ++*count;
-            if (replay_file(child) != 0) rc = -1;
+            if (replay_file(child) != 0)
+                rc = -1;
         }
         free(child);
     }
@@ -90,13 +94,17 @@ static int replay_path(const char *path, int *count) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (LLVMFuzzerInitialize != NULL) LLVMFuzzerInitialize(&argc, &argv);
+int main(int argc, char **argv)
+{
+    if (LLVMFuzzerInitialize != NULL)
+        LLVMFuzzerInitialize(&argc, &argv);
     LLVMFuzzerTestOneInput((const uint8_t *)"", 0);
     int count = 0, rc = 0;
     for (int i = 1; i < argc; i++) {
-        if (replay_path(argv[i], &count) != 0) rc = 1;
+        if (replay_path(argv[i], &count) != 0)
+            rc = 1;
     }
-    printf("fuzz_replay: %d input(s) replayed%s\n", count, rc ? ", with I/O errors" : "");
+    printf("fuzz_replay: %d input(s) replayed%s\n", count,
+           rc ? ", with I/O errors" : "");
     return rc;
 }

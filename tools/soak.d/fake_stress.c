@@ -56,10 +56,12 @@ static long rss_kb(void)
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "fake_stress: %s\n"
+    fprintf(stderr,
+            "fake_stress: %s\n"
             "usage: dq_stress --duration=SECONDS --seed=N --producers=N --removers=N "
             "--cancellers=N --barriers=N [--json=PATH] [--progress-interval=SECONDS] "
-            "[--scenario=NAME]\n", why);
+            "[--scenario=NAME]\n",
+            why);
     return 2;
 }
 
@@ -76,16 +78,27 @@ int main(int argc, char **argv)
         if (strncmp(a, "--", 2) != 0 || !v)
             return usage("arguments must be --name=value");
         *v++ = '\0';
-        if (!strcmp(a, "--duration")) duration = atof(v);
-        else if (!strcmp(a, "--seed")) { seed = strtoull(v, NULL, 10); have_seed = 1; }
-        else if (!strcmp(a, "--producers")) producers = atol(v);
-        else if (!strcmp(a, "--removers")) removers = atol(v);
-        else if (!strcmp(a, "--cancellers")) cancellers = atol(v);
-        else if (!strcmp(a, "--barriers")) barriers = atol(v);
-        else if (!strcmp(a, "--json")) json_path = v;
-        else if (!strcmp(a, "--progress-interval")) interval = atof(v);
-        else if (!strcmp(a, "--scenario")) scenario = v;
-        else return usage("unknown flag");
+        if (!strcmp(a, "--duration"))
+            duration = atof(v);
+        else if (!strcmp(a, "--seed")) {
+            seed = strtoull(v, NULL, 10);
+            have_seed = 1;
+        } else if (!strcmp(a, "--producers"))
+            producers = atol(v);
+        else if (!strcmp(a, "--removers"))
+            removers = atol(v);
+        else if (!strcmp(a, "--cancellers"))
+            cancellers = atol(v);
+        else if (!strcmp(a, "--barriers"))
+            barriers = atol(v);
+        else if (!strcmp(a, "--json"))
+            json_path = v;
+        else if (!strcmp(a, "--progress-interval"))
+            interval = atof(v);
+        else if (!strcmp(a, "--scenario"))
+            scenario = v;
+        else
+            return usage("unknown flag");
     }
     if (duration < 0 || !have_seed)
         return usage("--duration and --seed are required");
@@ -114,13 +127,16 @@ int main(int argc, char **argv)
     for (;;) {
         /* ~a few ms of work per chunk */
         for (int k = 0; k < 200000; k++) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
             ops++;
         }
         double t = now_s(), el = t - t0;
         if (t - last >= interval) {
             long r = rss_kb();
-            if (r > peak) peak = r;
+            if (r > peak)
+                peak = r;
             if (nsamples < MAX_SAMPLES) {
                 samples[nsamples][0] = el;
                 samples[nsamples][1] = (double)(ops - last_ops) / (t - last);
@@ -128,9 +144,10 @@ int main(int argc, char **argv)
             }
             last = t;
             last_ops = ops;
-            fprintf(stderr, "progress elapsed=%.1f ops=%llu delivered=%llu discarded=%llu "
-                    "violations=%llu rss_kb=%ld\n", el, ops, ops - ops / 10, ops / 10,
-                    violations, r);
+            fprintf(stderr,
+                    "progress elapsed=%.1f ops=%llu delivered=%llu discarded=%llu "
+                    "violations=%llu rss_kb=%ld\n",
+                    el, ops, ops - ops / 10, ops / 10, violations, r);
         }
         if ((violate || crash) && el >= duration / 2) {
             if (crash) {
@@ -138,7 +155,8 @@ int main(int argc, char **argv)
                 raise(SIGSEGV);
             }
             violations = 1;
-            fprintf(stderr, "VIOLATION: fake: message delivered twice (seed %llu)\n", seed);
+            fprintf(stderr, "VIOLATION: fake: message delivered twice (seed %llu)\n",
+                    seed);
             fprintf(stderr, "repro: %s\n", repro);
             break;
         }
@@ -154,13 +172,17 @@ int main(int argc, char **argv)
     char *buf = malloc(64 * (size_t)nsamples + 2048);
     size_t n = 0;
     n += sprintf(buf + n,
-                 "{\"binary\":\"dq_stress\",\"atomics\":\"%s\",\"seed\":%llu,\"duration_s\":%.3f,"
+                 "{\"binary\":\"dq_stress\",\"atomics\":\"%s\",\"seed\":%llu,"
+                 "\"duration_s\":%.3f,"
                  "\"ops\":%llu,\"accepted\":%llu,\"delivered\":%llu,\"discarded\":%llu,"
-                 "\"violations\":%llu,\"rss_start_kb\":%ld,\"rss_end_kb\":%ld,\"peak_rss_kb\":%ld,"
-                 "\"throughput\":[", ATOMICS, seed, el, ops, ops, ops - ops / 10, ops / 10,
-                 violations, rss_start, rss_kb(), peak);
+                 "\"violations\":%llu,\"rss_start_kb\":%ld,\"rss_end_kb\":%ld,\"peak_"
+                 "rss_kb\":%ld,"
+                 "\"throughput\":[",
+                 ATOMICS, seed, el, ops, ops, ops - ops / 10, ops / 10, violations,
+                 rss_start, rss_kb(), peak);
     for (int i = 0; i < nsamples; i++)
-        n += sprintf(buf + n, "%s[%.1f,%.0f]", i ? "," : "", samples[i][0], samples[i][1]);
+        n += sprintf(buf + n, "%s[%.1f,%.0f]", i ? "," : "", samples[i][0],
+                     samples[i][1]);
     n += sprintf(buf + n, "],\"repro\":\"%s\",\"result\":\"%s\"}\n", repro,
                  violations ? "fail" : "pass");
     fputs(buf, stdout);

@@ -44,7 +44,8 @@ static const struct cr_shim_suite *suite_of(const char *name)
 {
     if (__start_cr_shim_suites == NULL)
         return NULL;
-    for (const struct cr_shim_suite *s = __start_cr_shim_suites; s < __stop_cr_shim_suites; s++)
+    for (const struct cr_shim_suite *s = __start_cr_shim_suites;
+         s < __stop_cr_shim_suites; s++)
         if (strcmp(s->name, name) == 0)
             return s;
     return NULL;
@@ -54,7 +55,8 @@ int main(void)
 {
     int tested = 0, failing = 0;
     test_thread = pthread_self();
-    for (const struct cr_shim_test *t = __start_cr_shim_tests; t < __stop_cr_shim_tests; t++) {
+    for (const struct cr_shim_test *t = __start_cr_shim_tests; t < __stop_cr_shim_tests;
+         t++) {
         const struct cr_shim_suite *s = suite_of(t->suite);
         if (t->extra.disabled || (s != NULL && s->extra.disabled))
             continue;
@@ -70,9 +72,11 @@ int main(void)
         if (fini && setjmp(test_exit) == 0)
             fini();
         failing += test_failed;
-        fprintf(stderr, "[%s] %s::%s\n", test_failed ? "FAIL" : "PASS", t->suite, t->name);
+        fprintf(stderr, "[%s] %s::%s\n", test_failed ? "FAIL" : "PASS", t->suite,
+                t->name);
     }
-    fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: 0\n",
+    fprintf(stderr,
+            "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: 0\n",
             tested, tested - failing, failing);
     return failing ? 1 : (tested ? 0 : 1);
 }

@@ -79,18 +79,18 @@
 extern "C" {
 #endif
 
-typedef struct dq_queue dq_queue;   /* opaque, reference counted */
-typedef uint64_t dq_token;          /* 0 = none; never reused (process-wide) */
+typedef struct dq_queue dq_queue; /* opaque, reference counted */
+typedef uint64_t dq_token;        /* 0 = none; never reused (process-wide) */
 
-#define DQ_ASYNC 1u                 /* dq_msg.flags: not held by barriers */
+#define DQ_ASYNC 1u /* dq_msg.flags: not held by barriers */
 
 typedef struct dq_msg {
-    const void *target;                      /* who handles it; must not be NULL */
-    int32_t     what, arg1, arg2;
-    void       *obj;
-    void      (*callback)(struct dq_msg *m); /* run by dq_loop when set */
-    int64_t     when;                        /* filled in on delivery (0 for front posts) */
-    uint32_t    flags;                       /* DQ_ASYNC; other bits: -EINVAL */
+    const void *target; /* who handles it; must not be NULL */
+    int32_t what, arg1, arg2;
+    void *obj;
+    void (*callback)(struct dq_msg *m); /* run by dq_loop when set */
+    int64_t when;                       /* filled in on delivery (0 for front posts) */
+    uint32_t flags;                     /* DQ_ASYNC; other bits: -EINVAL */
 } dq_msg;
 
 typedef struct dq_options {
@@ -101,7 +101,7 @@ typedef struct dq_options {
     void (*on_discard)(const dq_msg *m, void *ctx);
     /* Called by dq_loop for a delivered message without a callback. */
     void (*dispatch)(dq_msg *m, void *ctx);
-    void  *ctx;
+    void *ctx;
     /* How long the consumer polls for new work before it sleeps, in ns:
        0 takes DQ_IDLE_SPIN_DEFAULT_NS; negative never polls (every idle
        transition sleeps at once, and the next post pays the wake-up);
@@ -109,21 +109,21 @@ typedef struct dq_options {
     int64_t idle_spin_ns;
 } dq_options;
 
-#define DQ_IDLE_SPIN_DEFAULT_NS 2000      /* 2 us */
-#define DQ_IDLE_SPIN_MAX_NS     1000000   /* 1 ms */
+#define DQ_IDLE_SPIN_DEFAULT_NS 2000    /* 2 us */
+#define DQ_IDLE_SPIN_MAX_NS     1000000 /* 1 ms */
 
 /* dq_match.fields */
-#define DQ_MATCH_WHAT     1u
-#define DQ_MATCH_OBJ      2u
-#define DQ_MATCH_CALLBACK 4u
+#define DQ_MATCH_WHAT       1u
+#define DQ_MATCH_OBJ        2u
+#define DQ_MATCH_CALLBACK   4u
 #define DQ_MATCH_ALL_FIELDS (DQ_MATCH_WHAT | DQ_MATCH_OBJ | DQ_MATCH_CALLBACK)
 
 typedef struct dq_match {
-    const void *target;                      /* always compared; must not be NULL */
-    uint32_t    fields;                      /* which of the others to compare */
-    int32_t     what;
+    const void *target; /* always compared; must not be NULL */
+    uint32_t fields;    /* which of the others to compare */
+    int32_t what;
     const void *obj;
-    void      (*callback)(struct dq_msg *m);
+    void (*callback)(struct dq_msg *m);
 } dq_match;
 
 /* Create a queue.  NULL opts: defaults (no callbacks).
@@ -136,20 +136,20 @@ dq_queue *dq_ref(dq_queue *q);
 /* Drop a reference.  The last one quits the queue if it was never quit
    (dropping and reporting what is pending) and frees it.  The caller must
    not be inside a call on q.  NULL: no-op.  Thread: any. */
-void      dq_unref(dq_queue *q);
+void dq_unref(dq_queue *q);
 
 /* Post a copy of *m.  On success *tok (if tok is not NULL) receives a token
    for dq_cancel.  Errors: -EINVAL (NULL q or m, NULL target, unknown flag
    bits, negative when), -ESHUTDOWN (queue is quitting; not accepted),
    -ENOMEM.  Thread: any. */
-int  dq_post(dq_queue *q, const dq_msg *m, dq_token *tok);                 /* when = now */
+int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok); /* when = now */
 /* when >= 0; when == 0 means front of queue (as dq_post_at_front). */
-int  dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok);
+int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok);
 /* when = now + delay; a negative delay is 0; an overflowing one saturates
    to INT64_MAX. */
-int  dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok);
+int dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok);
 /* Before every timed message; LIFO among front posts. */
-int  dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
+int dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
 
 /* O(1) cancel of one posted message; on success it is reported to
    on_discard before this returns, and it is never delivered.  -ENOENT if
@@ -158,7 +158,7 @@ int  dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok);
    tokens included, a removed barrier's too); -EINVAL for token 0, a
    pending barrier's token, or NULL q.  Works through a quit_safely drain.
    Thread: any. */
-int  dq_cancel(dq_queue *q, dq_token tok);
+int dq_cancel(dq_queue *q, dq_token tok);
 /* Remove every pending message matching *m; returns how many (each
    reported to on_discard before this returns).  0 on bad input
    (NULL q/m/target, unknown fields bits), and after dq_quit or the end of
@@ -171,20 +171,20 @@ bool dq_has(dq_queue *q, const dq_match *m);
 
 /* Post a sync barrier at now: while it is the earliest item, only
    DQ_ASYNC messages are delivered.  Errors as dq_post.  Thread: any. */
-int  dq_post_sync_barrier(dq_queue *q, dq_token *tok);
+int dq_post_sync_barrier(dq_queue *q, dq_token *tok);
 /* Release a barrier; what it held becomes deliverable (during a
    quit_safely drain too).  -ENOENT if unknown, already removed, or gone
    with a quit (dq_quit, or the drain's end); -EINVAL for token 0 or NULL
    q.  Thread: any. */
-int  dq_remove_sync_barrier(dq_queue *q, dq_token tok);
+int dq_remove_sync_barrier(dq_queue *q, dq_token tok);
 
 /* Idle handlers run on the consumer thread when it is about to block with
    nothing due, once per idle period; one that returns false is removed.
    The same (fn, ctx) may be added several times; remove drops one.
    Errors: -EINVAL (NULL q or fn), -ENOMEM, -ENOENT (remove: not found),
    -ESHUTDOWN (add on a quitting queue).  Thread: any. */
-int  dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
-int  dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
+int dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
+int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
 
 /* File-descriptor events (Linux; elsewhere every call answers -ENOSYS).
    The consumer waits on its watched fds and its messages at once and
@@ -198,9 +198,10 @@ int  dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx);
    and remove listeners (its own included), post, and close its fd; it
    must not call a consumer function.  Listeners still registered when the
    queue is torn down (the end of a quit) are dropped without a call. */
-#define DQ_EVENT_INPUT  1u   /* readable (EPOLLIN) */
-#define DQ_EVENT_OUTPUT 2u   /* writable (EPOLLOUT) */
-#define DQ_EVENT_ERROR  4u   /* error or hang-up (EPOLLERR, EPOLLHUP); reported
+#define DQ_EVENT_INPUT  1u /* readable (EPOLLIN) */
+#define DQ_EVENT_OUTPUT 2u /* writable (EPOLLOUT) */
+#define DQ_EVENT_ERROR \
+    4u /* error or hang-up (EPOLLERR, EPOLLHUP); reported
                                 whether asked for or not */
 
 /* Runs on the consumer thread with the events that occurred; returns the
@@ -225,7 +226,8 @@ typedef uint32_t (*dq_fd_listener)(int fd, uint32_t events, void *ctx);
    already taken from a poll, may still run once after this returns; from
    the consumer's own thread (a listener or a message) the change is
    immediate. */
-int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn, void *ctx);
+int dq_add_fd_listener(dq_queue *q, int fd, uint32_t events, dq_fd_listener fn,
+                       void *ctx);
 /* Stop watching fd: 0, or -ENOENT if it was not watched (nothing
    changes); -EINVAL for NULL q or fd < 0; -ENOSYS as above.  Thread: any,
    with the same "may still run once" as a replacement. */
@@ -250,12 +252,12 @@ int dq_backend_fd(dq_queue *q);
    dq_next_until gives up at deadline (absolute, dq_now() clock) with
    -ETIMEDOUT; dq_try_next never blocks (-EAGAIN if nothing is due).
    -EINVAL for NULL q or out. */
-int  dq_next(dq_queue *q, dq_msg *out);
-int  dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline);
-int  dq_try_next(dq_queue *q, dq_msg *out);
+int dq_next(dq_queue *q, dq_msg *out);
+int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline);
+int dq_try_next(dq_queue *q, dq_msg *out);
 /* Deliver until quit: run each message's callback, or opts.dispatch.
    Returns 0 after quit, -EPERM / -EINVAL as dq_next. */
-int  dq_loop(dq_queue *q);
+int dq_loop(dq_queue *q);
 
 /* dq_quit drops (and reports) everything pending: the consumer reports
    them on its next call (or the last dq_unref does).  dq_quit_safely drops
@@ -314,15 +316,15 @@ int dq_pool_stats(struct dq_pool_stats *out);
    variable DQ_TRACE (any value but "" and "0") at the first dq_create.
    A post never fails because of tracing: if trace_marker cannot be
    opened or written, that is said once on stderr and events are dropped. */
-#define DQ_NAME_MAX 32   /* a queue name's bytes, its NUL included */
+#define DQ_NAME_MAX 32 /* a queue name's bytes, its NUL included */
 /* Name q in its trace events ("dq:NAME ..."; unnamed queues show their
    address): 1 to DQ_NAME_MAX - 1 printable ASCII characters, no '|'.
    -EINVAL for NULL q, a NULL or bad name; -ENOMEM.  Thread: any. */
-int  dq_set_name(dq_queue *q, const char *name);
+int dq_set_name(dq_queue *q, const char *name);
 /* Turn tracing on or off.  On: 0, or the negative errno of opening
    trace_marker (said once on stderr; tracing stays off).  Off: 0.
    Thread: any. */
-int  dq_trace_enable(bool on);
+int dq_trace_enable(bool on);
 bool dq_trace_enabled(void);
 
 #ifdef __cplusplus
