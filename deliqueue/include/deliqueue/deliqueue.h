@@ -51,7 +51,8 @@
  *   dq_create        returns the queue, or NULL with errno set (EINVAL, ENOMEM);
  *   dq_ref           returns q (NULL for NULL);
  *   dq_remove        returns how many it removed (0 on bad input);
- *   dq_has, dq_is_idle, dq_pending
+ *   dq_backend_fd    returns the fd (>= 0), or a negative errno;
+ *   dq_has, dq_is_idle, dq_pending, dq_trace_enabled
  *                    answer the question (false, true, 0 on bad input);
  *   dq_unref, dq_quit, dq_quit_safely
  *                    return nothing (NULL: no-op);
