@@ -615,6 +615,14 @@ Test(fd, reuse_number_reassigned_and_registered_in_callback)
    a loaded machine can be a quarter of the 2 s, so the bound is lower
    than Android's CTS (1000 ms). */
 #define IDLE_CPU_BOUND_NS (INT64_C(200) * 1000000)
+
+/* The CPU time the consumer thread spends over 2 s of idleness. */
+static int64_t idle_cpu_ns(looper *l)
+{
+    int64_t cpu0 = cpu_ns(l->cpu_clock);
+    sleep_ms(2000);
+    return cpu_ns(l->cpu_clock) - cpu0;
+}
 static uint32_t close_and_unregister(int fd, uint32_t events, void *ctx)
 {
     (void)events;
@@ -642,9 +650,7 @@ Test(fd, closed_fd_with_a_live_dup_does_not_spin)
     close(p[1]);
     cr_assert(await_count(&calls, 1));
     sync_wait(&l);
-    int64_t cpu0 = cpu_ns(l.cpu_clock);
-    sleep_ms(2000);
-    int64_t cpu = cpu_ns(l.cpu_clock) - cpu0;
+    int64_t cpu = idle_cpu_ns(&l);
     sync_wait(&l);
     cr_assert_eq(atomic_load(&calls), 1);
     cr_assert_lt(cpu, IDLE_CPU_BOUND_NS,
@@ -674,9 +680,7 @@ Test(fd, removed_after_close_with_a_live_dup_does_not_spin)
     cr_assert_eq(dq_remove_fd_listener(l.q, p[0]), 0);
     close(p[1]); /* the lingering file hangs up */
     sync_wait(&l);
-    int64_t cpu0 = cpu_ns(l.cpu_clock);
-    sleep_ms(2000);
-    int64_t cpu = cpu_ns(l.cpu_clock) - cpu0;
+    int64_t cpu = idle_cpu_ns(&l);
     cr_assert_eq(atomic_load(&c.calls), 0);
     cr_assert_lt(cpu, IDLE_CPU_BOUND_NS, "the looper spent %lld ms of 2000 on the CPU",
                  (long long)(cpu / 1000000));
