@@ -40,10 +40,10 @@
  * --warm: every poster (vsync and background) makes one untimed post, and
  * waits for the others to have made theirs, before the first tick.  A
  * thread's first post is where a queue may take a lock that later posts
- * do not (deliqueue registers the thread's node cache then, and a pool
- * that must grow takes its growth mutex); cold, the default, starts every
- * thread at once, so a background poster can be preempted inside that
- * lock while the vsync thread waits for it.
+ * do not, and where a pool grows; cold, the default, starts every thread
+ * at once, so a background poster can be preempted inside such a lock
+ * while the vsync thread waits for it (deliqueue registers the thread's
+ * node cache and grows its pool there without one).
  *
  * Usage: inversion [--quick] [--reps N] [--seconds S] [--contenders LIST]
  *                  [--json PATH] [--plot-data PATH] [--warm] [--trace]

@@ -25,16 +25,24 @@
  * TLB entries (bench/RESULTS.md, "An aged pool").  The price is that the
  * first post of a process commits a slab, 2 MiB where THP is on, rather
  * than one chunk.
+ *
+ * Nothing here takes a lock, so that a post never waits for a thread the
+ * scheduler has preempted (a SCHED_IDLE poster under load can stay off a
+ * CPU for seconds): growing carves a chunk from the current slab with a
+ * CAS, or maps a new slab (mmap, not malloc, whose arena lock is held
+ * across its own mmap), and publishes it by chunk index; registering a
+ * thread's cache claims a slot with a CAS.  Threads that grow at the same
+ * moment each add a chunk, so the pool can exceed its need by one chunk
+ * per concurrent grower.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <assert.h>
 #include <pthread.h>
-#include <stdalign.h>
-#include <stdlib.h>
-#include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "pool.h"
 
@@ -49,35 +57,72 @@ _Static_assert(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
 _Static_assert(CHUNK_WORDS *DQ_POOL_WORD_NODES == CHUNK_NODES,
                "a chunk is a whole number of free-map words");
 
-/* Chunk table: entries are written once under grow_lock, with release, and
-   read without the lock with acquire (dq_pool_node from any thread). */
+/* Chunk table: entry k is written once, with release, by the thread that
+   reserved index k (grow), and read with acquire (dq_pool_node from any
+   thread). */
 static _Atomic(dq_node *) chunks[MAX_CHUNKS];
-/* The free map, CHUNK_WORDS words per chunk.  Written once under
-   grow_lock before word_count's release store covers it; read by threads
-   that loaded word_count with acquire, or that hold one of the chunk's
-   nodes (which reached them through that load). */
-static _Atomic uint64_t *chunk_free[MAX_CHUNKS];
-/* Words of the map that exist: the scan's end (release by grow). */
-static _Atomic uint32_t word_count;
+/* The free map, CHUNK_WORDS words per chunk (carved from the chunk's
+   slab).  Entry k is written once, with release, when chunk k is
+   published; a scan loads it with acquire, so it sees the words
+   initialised, and passes over a chunk whose index is taken but which is
+   not yet published (its grower may be preempted there for long: the
+   scan must not wait, nor the pool grow for each claim meanwhile).  A
+   thread holding one of a chunk's nodes reads the entry relaxed: the node
+   reached it after the entry was published. */
+static _Atomic(_Atomic uint64_t *) chunk_free[MAX_CHUNKS];
+/* Chunk indexes taken (grow's CAS): the scans' end is their words. */
+static _Atomic uint32_t chunks_reserved;
+/* Chunks published: dq_pool_count's total (relaxed: a count). */
+static _Atomic uint32_t chunks_made;
 /* Where a scan starts: below it every word was empty when a scan passed,
    unless a give-back lowered it since.  Only a hint (relaxed): a give-back
    can race with a scan that raises it past the word just refilled, and
    such bits wait for the scan from 0 that grow makes before it adds a
-   chunk, so the pool never grows while a free node is stranded. */
+   chunk. */
 static _Atomic uint32_t scan_from;
-static uint32_t chunk_count; /* under grow_lock */
-static char *slab_next;      /* under grow_lock: the current slab's unused chunks */
-static uint32_t slab_left;
-static uint64_t reserved_bytes; /* under grow_lock: slabs and free-map words */
-static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The registered threads' caches, for dq_pool_count: a thread's cache is
-   on it from its first slow post until its exit. */
-static dq_registry caches = DQ_REGISTRY_INIT;
+/* The slab chunks are carved from: its address, 2 MiB aligned, or'ed with
+   the number of its chunks handed out (the low bits).  Moved on by CAS;
+   a slab, once installed, is never unmapped. */
+static _Atomic uintptr_t slab_cursor;
+/* Bytes mapped for slabs and their free-map words (relaxed: a count). */
+static _Atomic uint64_t reserved_bytes;
+
+/* The registry of threads' caches, for dq_pool_count: slots, never freed,
+   on a list that only grows (a push is a CAS on its head), each claimed
+   by one thread from its first slow post until its exit, then reused.
+   state: SLOT_TAKEN while a thread owns the slot, SLOT_LIVE while its
+   cache may be read, plus SLOT_READER per dq_pool_count reading it. */
+struct dq_pool_slot {
+    struct dq_pool_slot *next; /* fixed before the slot is pushed */
+    _Atomic uint32_t state;
+    struct dq_pool_cache *cache; /* written by the owner before SLOT_LIVE */
+};
+#define SLOT_TAKEN  1u
+#define SLOT_LIVE   2u
+#define SLOT_READER 4u
+static _Atomic(struct dq_pool_slot *) slots;
 
 _Thread_local struct dq_pool_cache dq_pool_cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+#ifdef DQ_TEST_CLOCK
+#include <deliqueue/testing.h>
+static void (*_Atomic pool_hook)(int point);
+void dq_test_pool_hook(void (*fn)(int point))
+{
+    atomic_store(&pool_hook, fn);
+}
+static void pool_point(int point)
+{
+    void (*fn)(int) = atomic_load(&pool_hook);
+    if (fn != NULL)
+        fn(point);
+}
+#else
+#define pool_point(point) ((void)0)
+#endif
 
 dq_node *dq_pool_node(uint32_t index)
 {
@@ -90,9 +135,30 @@ dq_node *dq_pool_node(uint32_t index)
     return chunk ? &chunk[index & (CHUNK_NODES - 1)] : NULL;
 }
 
+/* Word w of the map, for a thread holding one of its chunk's nodes. */
 static _Atomic uint64_t *free_word(uint32_t w)
 {
-    return &chunk_free[w / CHUNK_WORDS][w % CHUNK_WORDS];
+    /* relaxed: the node reached the caller after the entry (chunk_free) */
+    _Atomic uint64_t *words =
+        atomic_load_explicit(&chunk_free[w / CHUNK_WORDS], memory_order_relaxed);
+    return &words[w % CHUNK_WORDS];
+}
+
+/* Word w of the map, for a scan: NULL while its chunk is unpublished. */
+static _Atomic uint64_t *scan_word(uint32_t w)
+{
+    /* acquire: pairs with grow's release of the entry, so the words'
+       initial bits (and through them the nodes) are seen */
+    _Atomic uint64_t *words =
+        atomic_load_explicit(&chunk_free[w / CHUNK_WORDS], memory_order_acquire);
+    return words != NULL ? &words[w % CHUNK_WORDS] : NULL;
+}
+
+/* The end of the scans: the words of every chunk whose index is taken. */
+static uint32_t scan_end(void)
+{
+    /* relaxed: each chunk's words are acquired on their own (scan_word) */
+    return atomic_load_explicit(&chunks_reserved, memory_order_relaxed) * CHUNK_WORDS;
 }
 
 #define GIVE_BACK_ORDER memory_order_release
@@ -109,9 +175,9 @@ static uint64_t take_word(_Atomic uint64_t *p)
    racing taker had them first. */
 static uint64_t take_if_free(uint32_t w)
 {
-    _Atomic uint64_t *p = free_word(w);
+    _Atomic uint64_t *p = scan_word(w);
     /* relaxed: only whether to try; the exchange decides */
-    if (atomic_load_explicit(p, memory_order_relaxed) == 0)
+    if (p == NULL || atomic_load_explicit(p, memory_order_relaxed) == 0)
         return 0;
     return take_word(p);
 }
@@ -194,9 +260,7 @@ static void stash_one(uint32_t w, uint64_t mask)
    once per claim. */
 static bool claim(void)
 {
-    /* acquire: pairs with grow's release, so chunk_free of every word
-       below total is seen */
-    uint32_t total = atomic_load_explicit(&word_count, memory_order_acquire);
+    uint32_t total = scan_end();
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
     uint32_t w = from;
     uint64_t mask = 0;
@@ -235,6 +299,42 @@ static bool claim(void)
     return true;
 }
 
+/* Claim a free slot of the registry, or push a page of new ones and take
+   its first; NULL: out of memory. */
+static struct dq_pool_slot *slot_claim(void)
+{
+    /* acquire: pairs with the push's release, so the slots' links and
+       initial states are seen */
+    struct dq_pool_slot *s = atomic_load_explicit(&slots, memory_order_acquire);
+    for (; s != NULL; s = s->next) {
+        uint32_t unowned = 0;
+        /* acquire: pairs with the last owner's release of SLOT_TAKEN, so
+           its writes to the slot come first; fails while a reader passes */
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&s->state, &unowned, SLOT_TAKEN,
+                                                    memory_order_acquire,
+                                                    memory_order_relaxed))
+            return s;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct dq_pool_slot *fresh =
+        mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED)
+        return NULL;
+    size_t n = page / sizeof(*fresh);
+    for (size_t i = 0; i + 1 < n; i++)
+        fresh[i].next = &fresh[i + 1];
+    atomic_init(&fresh[0].state, SLOT_TAKEN);
+    struct dq_pool_slot *head = atomic_load_explicit(&slots, memory_order_relaxed);
+    do
+        fresh[n - 1].next = head;
+    /* release: publishes the page's links and states to slot_claim's and
+       dq_pool_count's acquire loads of the head */
+    while (!atomic_compare_exchange_weak_explicit(
+        &slots, &head, fresh, memory_order_release, memory_order_relaxed));
+    return &fresh[0];
+}
+
 static void cache_release(void *unused)
 {
     (void)unused;
@@ -254,7 +354,20 @@ static void cache_release(void *unused)
     atomic_store_explicit(&dq_pool_cache.count, 0, memory_order_relaxed);
     atomic_store_explicit(&dq_pool_cache.stash_nodes, 0, memory_order_relaxed);
     dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
-    dq_registry_remove(&caches, &dq_pool_cache.reg);
+    struct dq_pool_slot *slot = dq_pool_cache.slot;
+    dq_pool_cache.slot = NULL;
+    /* The cache is this thread's storage, gone when the thread is: a
+       reader either added itself before SLOT_LIVE went (then this waits
+       for it to leave) or sees SLOT_LIVE clear and does not read it.  The
+       wait is a reader's few loads, so an exiting thread, never a post,
+       can wait for a preempted dq_pool_stats. */
+    atomic_fetch_and_explicit(&slot->state, ~SLOT_LIVE, memory_order_relaxed);
+    /* acquire: pairs with each reader's release as it leaves, so its
+       reads of the cache happen before the storage is freed */
+    while (atomic_load_explicit(&slot->state, memory_order_acquire) >= SLOT_READER)
+        sched_yield();
+    /* release: pairs with the next owner's acquire claim */
+    atomic_fetch_and_explicit(&slot->state, ~SLOT_TAKEN, memory_order_release);
 }
 
 static void cache_key_create(void)
@@ -262,13 +375,89 @@ static void cache_key_create(void)
     (void)pthread_key_create(&cache_key, cache_release);
 }
 
-static void cache_register(void)
+/* Put the calling thread's cache on the registry; -1: out of memory. */
+static int cache_register(void)
 {
     (void)pthread_once(&cache_key_once, cache_key_create);
+    struct dq_pool_slot *slot = slot_claim();
+    if (slot == NULL)
+        return -1;
     /* any non-NULL value makes the destructor run at thread exit */
     (void)pthread_setspecific(cache_key, &dq_pool_cache);
-    dq_pool_cache.registered = true;
-    dq_registry_add(&caches, &dq_pool_cache.reg);
+    slot->cache = &dq_pool_cache;
+    dq_pool_cache.slot = slot;
+    pool_point(DQ_TEST_POOL_REGISTER);
+    /* release: pairs with a reader's acquire, so it sees slot->cache */
+    atomic_fetch_or_explicit(&slot->state, SLOT_LIVE, memory_order_release);
+    return 0;
+}
+
+/* The bytes of a slab's free-map words: a page mapped just past it. */
+#define SLAB_WORDS_BYTES (SLAB_CHUNKS * CHUNK_WORDS * sizeof(uint64_t))
+_Static_assert(SLAB_WORDS_BYTES <= 4096, "a slab's free-map words fit in a page");
+#define SLAB_USED ((uintptr_t)SLAB_BYTES - 1) /* slab_cursor's count bits */
+
+/* Map a slab, SLAB_BYTES aligned, with a page for its free-map words just
+   past it; 0: out of memory. */
+static uintptr_t slab_map(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = 2 * SLAB_BYTES + page;
+    char *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    uintptr_t base = ((uintptr_t)p + SLAB_USED) & ~SLAB_USED;
+    size_t head = base - (uintptr_t)p, keep = SLAB_BYTES + page;
+    if (head != 0)
+        (void)munmap(p, head);
+    (void)munmap((char *)base + keep, len - head - keep);
+#ifdef MADV_HUGEPAGE
+    /* a hint: EINVAL where the kernel has no THP, and a no-op when it is
+       set to never; then the slab is 4 KiB pages */
+    (void)madvise((void *)base, SLAB_BYTES, MADV_HUGEPAGE);
+#endif
+    return base;
+}
+
+/* Chunk i of the slab at base, and its free-map words in *words. */
+static dq_node *slab_chunk(uintptr_t base, uintptr_t i, _Atomic uint64_t **words)
+{
+    *words = (_Atomic uint64_t *)(base + SLAB_BYTES) + i * CHUNK_WORDS;
+    return (dq_node *)(base + i * CHUNK_NODES * sizeof(dq_node));
+}
+
+/* Memory for a new chunk and its free-map words, from the current slab or
+   a new one; NULL: out of memory.  A thread that loses the race to install
+   a new slab unmaps its own and carves from the winner's. */
+static dq_node *carve_chunk(_Atomic uint64_t **words)
+{
+    /* acquire, here and in each CAS: pairs with the installing CAS's
+       release, so the slab's mapping is this thread's to use */
+    uintptr_t cur = atomic_load_explicit(&slab_cursor, memory_order_acquire);
+    for (;;) {
+        if (cur != 0 && (cur & SLAB_USED) < SLAB_CHUNKS) {
+            if (atomic_compare_exchange_weak_explicit(&slab_cursor, &cur, cur + 1,
+                                                      memory_order_acquire,
+                                                      memory_order_acquire))
+                return slab_chunk(cur & ~SLAB_USED, cur & SLAB_USED, words);
+            continue;
+        }
+        uintptr_t fresh = slab_map();
+        if (fresh == 0)
+            return NULL;
+        /* release: pairs with the acquire loads above */
+        if (atomic_compare_exchange_strong_explicit(&slab_cursor, &cur, fresh | 1,
+                                                    memory_order_release,
+                                                    memory_order_acquire)) {
+            size_t page = (size_t)sysconf(_SC_PAGESIZE);
+            /* relaxed: a count */
+            atomic_fetch_add_explicit(&reserved_bytes, SLAB_BYTES + page,
+                                      memory_order_relaxed);
+            return slab_chunk(fresh, 0, words);
+        }
+        (void)munmap((void *)fresh, SLAB_BYTES + (size_t)sysconf(_SC_PAGESIZE));
+    }
 }
 
 /* No word was found free from scan_from up: scan the whole map (bits a
@@ -277,44 +466,30 @@ static void cache_register(void)
    the stash; -1: out of memory. */
 static int grow(void)
 {
-    pthread_mutex_lock(&grow_lock);
-    uint32_t total = chunk_count * CHUNK_WORDS;
     /* relaxed: scan_from is a hint where takers start (see its store) */
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);
+    uint32_t total = scan_end();
     for (uint32_t w = 0; w < total; w++) {
         uint64_t mask = take_if_free(w);
         if (mask != 0) {
-            pthread_mutex_unlock(&grow_lock);
             stash_one(w, mask);
             return 0;
         }
     }
-    if (chunk_count == MAX_CHUNKS)
-        goto fail;
-    /* line-aligned, so that a claim's line of words is one cache line */
-    _Atomic uint64_t *words = aligned_alloc(64, CHUNK_WORDS * sizeof(*words));
-    if (words == NULL)
-        goto fail;
-    if (slab_left == 0) {
-        slab_next = aligned_alloc(SLAB_BYTES, SLAB_BYTES);
-        if (slab_next == NULL) {
-            free((void *)words);
-            goto fail;
-        }
-#ifdef MADV_HUGEPAGE
-        /* a hint: EINVAL where the kernel has no THP, and a no-op when it
-           is set to never; then the slab is 4 KiB pages as before */
-        (void)madvise(slab_next, SLAB_BYTES, MADV_HUGEPAGE);
-#endif
-        slab_left = SLAB_CHUNKS;
-        reserved_bytes += SLAB_BYTES;
-    }
-    reserved_bytes += CHUNK_WORDS * sizeof(*words);
-    dq_node *chunk = (dq_node *)slab_next;
-    slab_next += CHUNK_NODES * sizeof(*chunk);
-    slab_left--;
-    memset(chunk, 0, CHUNK_NODES * sizeof(*chunk));
-    uint32_t base = chunk_count << CHUNK_SHIFT;
+    _Atomic uint64_t *words;
+    dq_node *chunk = carve_chunk(&words);
+    if (chunk == NULL)
+        return -1;
+    /* relaxed: the index is the claim; the chunk is published below */
+    uint32_t k = atomic_load_explicit(&chunks_reserved, memory_order_relaxed);
+    do
+        if (k == MAX_CHUNKS)
+            return -1;
+    while (!atomic_compare_exchange_weak_explicit(
+        &chunks_reserved, &k, k + 1, memory_order_relaxed, memory_order_relaxed));
+    pool_point(DQ_TEST_POOL_GROW);
+    /* the slab is a fresh mapping: zero-filled */
+    uint32_t base = k << CHUNK_SHIFT;
     for (uint32_t i = 0; i < CHUNK_NODES; i++) {
         dq_node *n = &chunk[i];
         n->index = base + i;
@@ -327,32 +502,34 @@ static int grow(void)
     atomic_init(&words[0], 0);
     for (uint32_t w = 1; w < CHUNK_WORDS; w++)
         atomic_init(&words[w], ~UINT64_C(0));
-    chunk_free[chunk_count] = words;
+    /* release: pairs with scan_word's acquire (the words' initial bits
+       and, through them, the nodes) */
+    atomic_store_explicit(&chunk_free[k], words, memory_order_release);
     /* release: pairs with dq_pool_node's acquire, so a token's lookup
        sees the nodes' initial state */
-    atomic_store_explicit(&chunks[chunk_count], chunk, memory_order_release);
-    chunk_count++;
-    /* release: publishes chunk_free's entry and the words' initial bits
-       (and, through them, the nodes) to claim's acquire */
-    atomic_store_explicit(&word_count, chunk_count * CHUNK_WORDS, memory_order_release);
-    /* relaxed: a hint; the words below were all seen empty just now, but
-       if a give-back lowered the hint meanwhile, its value stands */
-    uint32_t first_new = total + 1;
-    if (from < first_new)
+    atomic_store_explicit(&chunks[k], chunk, memory_order_release);
+    /* relaxed: a count */
+    atomic_fetch_add_explicit(&chunks_made, 1, memory_order_relaxed);
+    /* relaxed, both: a hint.  Raised past the words the scan above saw
+       empty, unless a give-back lowered it meanwhile; and lowered to this
+       chunk's free words if a concurrent grower raised it past them. */
+    uint32_t first_free = k * CHUNK_WORDS + 1;
+    if (from < first_free)
         atomic_compare_exchange_strong_explicit(
-            &scan_from, &from, first_new, memory_order_relaxed, memory_order_relaxed);
-    pthread_mutex_unlock(&grow_lock);
-    stash_one(total, ~UINT64_C(0));
+            &scan_from, &from, first_free, memory_order_relaxed, memory_order_relaxed);
+    uint32_t now = atomic_load_explicit(&scan_from, memory_order_relaxed);
+    while (now > first_free && !atomic_compare_exchange_weak_explicit(
+                                   &scan_from, &now, first_free, memory_order_relaxed,
+                                   memory_order_relaxed))
+        ;
+    stash_one(k * CHUNK_WORDS, ~UINT64_C(0));
     return 0;
-fail:
-    pthread_mutex_unlock(&grow_lock);
-    return -1;
 }
 
 dq_node *dq_pool_get_slow(void)
 {
-    if (!dq_pool_cache.registered)
-        cache_register();
+    if (dq_pool_cache.slot == NULL && cache_register() != 0)
+        return NULL;
     if (dq_pool_cache_empty()) {
         if (dq_pool_cache.stash_next == dq_pool_cache.stash_count && !claim() &&
             grow() != 0)
@@ -408,29 +585,41 @@ void dq_pool_batch_flush(dq_pool_batch *b)
 void dq_pool_count(uint64_t *reserved, uint64_t *total, uint64_t *free_nodes,
                    uint64_t *cached, uint64_t *threads)
 {
-    pthread_mutex_lock(&grow_lock);
-    *reserved = reserved_bytes;
-    uint32_t words = chunk_count * CHUNK_WORDS;
-    *total = (uint64_t)chunk_count * CHUNK_NODES;
-    pthread_mutex_unlock(&grow_lock);
+    /* relaxed: counts, exact once every grower has returned */
+    *reserved = atomic_load_explicit(&reserved_bytes, memory_order_relaxed);
+    *total = (uint64_t)atomic_load_explicit(&chunks_made, memory_order_relaxed) *
+             CHUNK_NODES;
+    uint32_t words = scan_end();
     uint64_t nfree = 0;
-    /* relaxed: a count, not a claim; under grow_lock's unlock every word
-       below chunk_count's was initialised */
-    for (uint32_t w = 0; w < words; w++)
-        nfree += (uint64_t)__builtin_popcountll(
-            atomic_load_explicit(free_word(w), memory_order_relaxed));
-    *free_nodes = nfree;
-    uint64_t held = 0;
-    pthread_mutex_lock(&caches.lock);
-    /* relaxed: each owner stores its own counts (dq_pool_cache) */
-    for (dq_reg_link *l = caches.head; l != NULL; l = l->next) {
-        struct dq_pool_cache *c = dq_reg_entry(l, struct dq_pool_cache, reg);
-        uint32_t next = atomic_load_explicit(&c->next, memory_order_relaxed);
-        uint32_t count = atomic_load_explicit(&c->count, memory_order_relaxed);
-        held += (count > next ? count - next : 0) +
-                atomic_load_explicit(&c->stash_nodes, memory_order_relaxed);
+    for (uint32_t w = 0; w < words; w++) {
+        _Atomic uint64_t *p = scan_word(w);
+        /* relaxed: a count, not a claim */
+        if (p != NULL)
+            nfree += (uint64_t)__builtin_popcountll(
+                atomic_load_explicit(p, memory_order_relaxed));
     }
-    *threads = caches.count;
-    pthread_mutex_unlock(&caches.lock);
+    *free_nodes = nfree;
+    uint64_t held = 0, live = 0;
+    /* acquire: pairs with slot_claim's push */
+    struct dq_pool_slot *s = atomic_load_explicit(&slots, memory_order_acquire);
+    for (; s != NULL; s = s->next) {
+        /* acquire: pairs with cache_register's release of SLOT_LIVE (the
+           cache pointer); while counted here, the owner's exit waits */
+        uint32_t st =
+            atomic_fetch_add_explicit(&s->state, SLOT_READER, memory_order_acquire);
+        if (st & SLOT_LIVE) {
+            pool_point(DQ_TEST_POOL_STATS);
+            const struct dq_pool_cache *c = s->cache;
+            /* relaxed: each owner stores its own counts (dq_pool_cache) */
+            uint32_t next = atomic_load_explicit(&c->next, memory_order_relaxed);
+            uint32_t count = atomic_load_explicit(&c->count, memory_order_relaxed);
+            held += (count > next ? count - next : 0) +
+                    atomic_load_explicit(&c->stash_nodes, memory_order_relaxed);
+            live++;
+        }
+        /* release: pairs with the exiting owner's acquire wait */
+        atomic_fetch_sub_explicit(&s->state, SLOT_READER, memory_order_release);
+    }
+    *threads = live;
     *cached = held;
 }

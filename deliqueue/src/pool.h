@@ -19,7 +19,6 @@
 #include <deliqueue_arch/cpu.h>
 
 #include "node.h"
-#include "registry.h"
 
 /* The pool's free map has a bit per node, DQ_POOL_WORD_NODES nodes to a
    word; a thread takes words' free nodes at once and posts them in
@@ -62,9 +61,9 @@ _Static_assert(DQ_POOL_AHEAD < DQ_POOL_MAG_NODES, "prefetch within a magazine");
    nodes (earlier fills, or padding), so the prefetch needs no test.
    next, count and stash_nodes are atomics written by the owning thread
    alone, with relaxed stores (the code a plain access compiles to), so
-   that dq_pool_stats may read them from another thread; a registered
-   cache is on the pool's registry of caches (reg) until its thread
-   exits. */
+   that dq_pool_stats may read them from another thread, through the
+   pool's registry slot the cache holds (slot) from its thread's first
+   slow post until its exit. */
 struct dq_pool_cache {
     _Atomic uint32_t next, count;
     dq_node *mag[DQ_POOL_MAG_NODES];
@@ -72,8 +71,7 @@ struct dq_pool_cache {
     _Atomic uint32_t stash_nodes; /* nodes in stash_mask[stash_next ..) */
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
-    bool registered;
-    dq_reg_link reg;
+    struct dq_pool_slot *slot;
 };
 extern _Thread_local struct dq_pool_cache dq_pool_cache
     __attribute__((visibility("hidden")));
@@ -129,7 +127,7 @@ void dq_pool_batch_flush(dq_pool_batch *b);
 
 /* The pool's side of dq_pool_stats: reserved bytes, nodes made, nodes in
    the free map, nodes in threads' caches, and threads with a cache.  Takes
-   the pool's locks; a snapshot, exact while no thread posts or retires. */
+   no lock; a snapshot, exact while no thread posts or retires. */
 void dq_pool_count(uint64_t *reserved_bytes, uint64_t *total, uint64_t *free_nodes,
                    uint64_t *cached, uint64_t *threads);
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A registry: the live members of one kind (threads' node caches, queues'
- * cores), for dq_pool_stats to count.  An intrusive doubly linked list
- * under a mutex, changed only on slow paths (a thread's first post and
- * exit, a queue's create and teardown); a reader walks it with the lock
- * held, so a member it meets stays alive until it unlocks.
+ * A registry: the live queues' cores, for dq_pool_stats to count.  An
+ * intrusive doubly linked list under a mutex, changed only by a queue's
+ * create and teardown, never by a post; a reader walks it with the lock
+ * held, so a member it meets stays alive until it unlocks.  (The threads'
+ * node caches have a lock-free registry of their own, pool.c, as a
+ * thread's first post registers its cache.)
  */
 #ifndef DELIQUEUE_SRC_REGISTRY_H
 #define DELIQUEUE_SRC_REGISTRY_H

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node pool as posts see it, through the pool index in each token
    (token = generation << 28 | index): free nodes are handed out lowest
-   first whatever order they were retired in, and a thread that exits
-   gives its cached nodes back. */
+   first whatever order they were retired in, a thread that exits gives
+   its cached nodes back, and no post waits for a thread stalled in the
+   pool's slow paths. */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -305,4 +308,193 @@ Test(pool, stats_count_threads_and_their_caches)
     cr_assert_eq(dq_pool_stats(&after), 0);
     check_adds_up(&after);
     cr_assert_eq(after.nodes_in_use, 0);
+}
+
+/* A thread the scheduler keeps off the CPU (a SCHED_IDLE poster under
+   load can wait seconds) while it is inside one of the pool's slow paths
+   must not hold up another thread's post.  The test hook parks the one
+   thread marked park_me at park_point until park_end. */
+static sem_t parked, unpark;
+static int park_point;
+static _Thread_local bool park_me;
+
+static void park_hook(int point)
+{
+    if (park_me && point == park_point) {
+        sem_post(&parked);
+        while (sem_wait(&unpark) != 0)
+            ;
+    }
+}
+
+static void *post_parked(void *arg)
+{
+    park_me = true;
+    dq_msg m = msg_what(&target_a, 2);
+    return (void *)(intptr_t)dq_post(arg, &m, NULL);
+}
+
+static void *stats_parked(void *arg)
+{
+    (void)arg;
+    park_me = true;
+    struct dq_pool_stats s;
+    return (void *)(intptr_t)dq_pool_stats(&s);
+}
+
+static void park_start(pthread_t *th, int point, void *(*fn)(void *), void *arg)
+{
+    park_point = point;
+    cr_assert_eq(sem_init(&parked, 0, 0), 0);
+    cr_assert_eq(sem_init(&unpark, 0, 0), 0);
+    dq_test_pool_hook(park_hook);
+    cr_assert_eq(pthread_create(th, NULL, fn, arg), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    cr_assert_eq(sem_timedwait(&parked, &until), 0,
+                 "the thread never reached the point");
+}
+
+static intptr_t park_end(pthread_t th)
+{
+    void *rc;
+    sem_post(&unpark);
+    cr_assert_eq(pthread_join(th, &rc), 0);
+    dq_test_pool_hook(NULL);
+    return (intptr_t)rc;
+}
+
+static int drain(void)
+{
+    int n = 0;
+    while (next_what() >= 0)
+        n++;
+    return n;
+}
+
+/* Post until the pool's free map is empty (a test binary may run its
+   tests in one process, so the pool need not be fresh); the next claim
+   of any thread then grows the pool. */
+static void empty_the_free_map(void)
+{
+    dq_msg m = msg_what(&target_a, 0);
+    struct dq_pool_stats s;
+    for (;;) {
+        cr_assert_eq(dq_pool_stats(&s), 0);
+        if (s.nodes_free == 0)
+            return;
+        for (uint64_t i = 0; i < s.nodes_free; i++)
+            cr_assert_eq(dq_post(q, &m, NULL), 0);
+    }
+}
+
+/* A post that must grow the pool is parked there, its chunk index taken;
+   this thread's posts then grow past the parked chunk, a chunk per 4096
+   nodes as always (not one per claim). */
+Test(pool, no_post_waits_for_a_parked_grower, .timeout = 30)
+{
+    enum { N = 3 * 4096 };
+    empty_the_free_map();
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    pthread_t th;
+    park_start(&th, DQ_TEST_POOL_GROW, post_parked, q);
+    dq_msg m = msg_what(&target_a, 1);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(dq_post(q, &m, NULL), 0);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    uint64_t made = s.nodes_total - before.nodes_total;
+    cr_assert_leq(made, N + 4096, "%d posts beside a parked grower made %llu nodes", N,
+                  (unsigned long long)made);
+    cr_assert_eq(park_end(th), 0, "the parked post failed");
+    uint64_t pending = dq_pending(q);
+    cr_assert_eq(drain(), pending);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.nodes_in_use, 0);
+}
+
+/* A thread parked in its first post, its registry slot taken: another
+   thread's first post, and the stats, go on without it. */
+Test(pool, no_post_waits_for_a_parked_registration, .timeout = 30)
+{
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    pthread_t th, other;
+    park_start(&th, DQ_TEST_POOL_REGISTER, post_parked, q);
+    void *rc;
+    cr_assert_eq(pthread_create(&other, NULL, post_once_and_exit, q), 0);
+    cr_assert_eq(pthread_join(other, &rc), 0);
+    cr_assert_eq((intptr_t)rc, 0);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.threads, before.threads,
+                 "the parked thread's cache is not yet readable");
+    cr_assert_eq(park_end(th), 0, "the parked post failed");
+    cr_assert_eq(drain(), 2);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.threads, before.threads, "both threads exited");
+}
+
+/* dq_pool_stats parked while it reads a live thread's cache: a new
+   thread's first post, and its exit, go on without it. */
+Test(pool, no_post_waits_for_a_parked_stats_reader, .timeout = 30)
+{
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    pthread_t reader, poster;
+    park_start(&reader, DQ_TEST_POOL_STATS, stats_parked, NULL);
+    void *rc;
+    cr_assert_eq(pthread_create(&poster, NULL, post_once_and_exit, q), 0);
+    cr_assert_eq(pthread_join(poster, &rc), 0);
+    cr_assert_eq((intptr_t)rc, 0);
+    cr_assert_eq(park_end(reader), 0);
+    cr_assert_eq(drain(), 2);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.threads, before.threads);
+}
+
+/* Threads that grow the pool at the same moment each make a chunk: the
+   pool may exceed its need by one chunk per concurrent grower, no more,
+   and every node is accounted for. */
+#define GROWERS 8
+static pthread_barrier_t growers_ready;
+
+static void *post_many(void *arg)
+{
+    dq_msg m = msg_what(&target_b, 3);
+    pthread_barrier_wait(&growers_ready);
+    for (int i = 0; i < 5000; i++)
+        if (dq_post(arg, &m, NULL) != 0)
+            return (void *)1;
+    return NULL;
+}
+
+Test(pool, concurrent_growers_add_at_most_a_chunk_each, .timeout = 30)
+{
+    empty_the_free_map();
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    pthread_t th[GROWERS];
+    cr_assert_eq(pthread_barrier_init(&growers_ready, NULL, GROWERS), 0);
+    for (int i = 0; i < GROWERS; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, post_many, q), 0);
+    for (int i = 0; i < GROWERS; i++) {
+        void *rc;
+        cr_assert_eq(pthread_join(th[i], &rc), 0);
+        cr_assert_null(rc, "a post failed");
+    }
+    uint64_t pending = dq_pending(q);
+    cr_assert_eq(drain(), pending);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.nodes_in_use, 0);
+    uint64_t need = (GROWERS * 5000 + 4095) / 4096 * 4096;
+    uint64_t made = s.nodes_total - before.nodes_total;
+    cr_assert_leq(made, need + GROWERS * 4096, "%llu nodes made for %d posts",
+                  (unsigned long long)made, GROWERS * 5000);
 }

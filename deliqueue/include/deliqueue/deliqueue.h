@@ -25,13 +25,15 @@
  *
  * A post is one CAS on the queue's stack top, plus a futex wake (one
  * syscall) when it finds the consumer asleep and its message could be
- * delivered before the consumer would wake by itself.  It takes a lock or
- * calls the allocator in two cases only: a thread's first post registers
- * the thread's node cache (pthread_once, pthread_setspecific), and a post
- * that finds no free node where its lock-free scan of the process-wide
- * node pool looks takes the pool's growth mutex (a full scan, or a new
- * chunk from aligned_alloc).  Once the pool has grown to a workload's
- * peak, posts do neither.  The consumer owns the ordering heap.
+ * delivered before the consumer would wake by itself.  A post never takes
+ * a lock, so it never waits for a preempted thread: a thread's first post
+ * registers the thread's node cache (a CAS on a slot; pthread_once and
+ * pthread_setspecific), and a post that finds no free node where its
+ * lock-free scan of the process-wide node pool looks grows the pool
+ * without a lock (a full scan, then a new chunk, carved from a 2 MiB slab
+ * with a CAS or from a new slab mapped with mmap).  Once the pool has
+ * grown to a workload's peak, posts do neither.  The consumer owns the
+ * ordering heap.
  *
  * Quitting.  dq_quit drops every pending message; dq_quit_safely drops
  * what is due later than now (inside the call) and lets the consumer
@@ -302,8 +304,8 @@ struct dq_pool_stats {
 /* Fill *out: 0, or -EINVAL for NULL.  A snapshot: exact while no thread
    posts, consumes or removes, approximate (each count a moment's) while
    they do.  Cost: a pass over the pool's free map (one word per 64 nodes),
-   the posting threads and the live queues, under the pool's locks, which
-   a growing post also takes: cheap enough for a progress line every
+   the posting threads and the live queues (under the queues' registry
+   lock, which no post takes): cheap enough for a progress line every
    second, not for a hot path.  Not from on_discard.  Thread: any. */
 int dq_pool_stats(struct dq_pool_stats *out);
 

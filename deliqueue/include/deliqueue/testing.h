@@ -32,6 +32,16 @@ void dq_test_clock_real(void);
    the caller's).  0, or -EBADF for a negative fd. */
 int dq_test_trace_to_fd(int fd);
 
+/* Points in the node pool's slow paths where a test may stall a thread,
+   to show that no other thread's post waits for it. */
+enum {
+    DQ_TEST_POOL_GROW = 1, /* a chunk's index taken, the chunk not yet published */
+    DQ_TEST_POOL_REGISTER, /* a thread's first post: its registry slot taken */
+    DQ_TEST_POOL_STATS,    /* dq_pool_stats reading a live thread's cache */
+};
+/* Call fn(point) at each of those points, on the thread there; NULL: none. */
+void dq_test_pool_hook(void (*fn)(int point));
+
 #ifdef __cplusplus
 }
 #endif
