@@ -26,9 +26,10 @@
  * contender, medians over repetitions: frames delivered, frames later
  * than 16 ms ("jank"), lateness p50 / p99 / max, the part of it from the
  * start of the frame's post to its delivery (the rest is the scheduler
- * waking the vsync thread late), background posts
- * accepted, and what they cost the consumer: messages trimmed and its
- * CPU time (every accepted background post is work the consumer must do
+ * waking the vsync thread late), background posts accepted, and what
+ * they cost the consumer: messages trimmed, the most one trim took (a
+ * backlog the consumer works through before the next frame) and its CPU
+ * time (every accepted background post is work the consumer must do
  * between two frames).  deliqueue_twin is the A/A control: the same code as
  * deliqueue, measured as a contender of its own.
  *
@@ -153,7 +154,8 @@ typedef struct run {
     int64_t *lateness;   /* consumer only until joined */
     int64_t *queue_part; /* each frame's delivery minus its post's start */
     long frames, capacity;
-    long removed; /* background trimmed by the consumer */
+    long removed;  /* background trimmed by the consumer */
+    long trim_max; /* the most one trim removed */
     int64_t consumer_cpu_ns;
     int err;
     const char *failed; /* which operation failed */
@@ -316,7 +318,10 @@ static void *consumer_main(void *arg)
         if (marker_fd >= 0)
             marker("C|%d|frame lateness us|%lld\n", getpid(),
                    (long long)((now - tick) / 1000));
-        r->removed += (long)r->c->remove(r->q, &trim);
+        long removed = (long)r->c->remove(r->q, &trim);
+        r->removed += removed;
+        if (removed > r->trim_max)
+            r->trim_max = removed;
     }
 }
 
@@ -341,7 +346,7 @@ static double percentile_us(const int64_t *sorted, long n, double p)
 /* One repetition's numbers for one contender. */
 typedef struct sample {
     double frames, jank, p50, p99, max, queue_p99, queue_max, background, trimmed,
-        consumer_cpu_ms;
+        trim_max, consumer_cpu_ms;
 } sample;
 
 typedef struct results {
@@ -430,6 +435,7 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus,
         .queue_max = r.frames ? (double)r.queue_part[r.frames - 1] / 1e3 : NAN,
         .background = (double)atomic_load(&r.background_posts),
         .trimmed = (double)r.removed,
+        .trim_max = (double)r.trim_max,
         .consumer_cpu_ms = (double)r.consumer_cpu_ns / 1e6,
     };
     res.have[col][rep] = true;
@@ -486,6 +492,7 @@ static const field fields[] = {
       offsetof(sample, queue_max) },
     { "background_posts", "background posts", "%.0f", offsetof(sample, background) },
     { "trimmed", "trimmed by the consumer", "%.0f", offsetof(sample, trimmed) },
+    { "trim_max", "largest trim", "%.0f", offsetof(sample, trim_max) },
     { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f",
       offsetof(sample, consumer_cpu_ms) },
 };
@@ -715,14 +722,15 @@ int main(int argc, char **argv)
         printf("\n");
     }
     printf("\nMedians over repetitions.  Per repetition, jank frames / max lateness "
-           "(ms):\n\n");
+           "(ms) / largest trim (messages one remove by criteria took):\n\n");
     for (int c = 0; c < NCONTENDERS; c++) {
         if (!on[c])
             continue;
         printf("- %s:", contenders[c]->name);
         for (int r = 0; r < reps; r++)
             if (res.have[c][r])
-                printf(" %.0f/%.2f", res.s[c][r].jank, res.s[c][r].max / 1e3);
+                printf(" %.0f/%.2f/%.0f", res.s[c][r].jank, res.s[c][r].max / 1e3,
+                       res.s[c][r].trim_max);
         printf("\n");
     }
     if (on[0])
