@@ -62,8 +62,8 @@ _Static_assert(CHUNK_WORDS *DQ_POOL_WORD_NODES == CHUNK_NODES,
    thread). */
 static _Atomic(dq_node *) chunks[MAX_CHUNKS];
 /* The free map, CHUNK_WORDS words per chunk (carved from the chunk's
-   slab).  Entry k is written once, with release, when chunk k is
-   published; a scan loads it with acquire, so it sees the words
+   slab).  Entry k is written once, with release, after chunks[k], when
+   chunk k is published; a scan loads it with acquire, so it sees the words
    initialised, and passes over a chunk whose index is taken but which is
    not yet published (its grower may be preempted there for long: the
    scan must not wait, nor the pool grow for each claim meanwhile).  A
@@ -307,14 +307,16 @@ static struct dq_pool_slot *slot_claim(void)
        initial states are seen */
     struct dq_pool_slot *s = atomic_load_explicit(&slots, memory_order_acquire);
     for (; s != NULL; s = s->next) {
-        uint32_t unowned = 0;
-        /* acquire: pairs with the last owner's release of SLOT_TAKEN, so
-           its writes to the slot come first; fails while a reader passes */
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&s->state, &unowned, SLOT_TAKEN,
-                                                    memory_order_acquire,
-                                                    memory_order_relaxed))
-            return s;
+        /* Unowned: neither TAKEN nor LIVE, whatever readers pass (one that
+           counts itself into a slot that is not LIVE never reads it).
+           acquire: pairs with the last owner's release of SLOT_TAKEN, so
+           its writes to the slot come first */
+        uint32_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        while ((st & (SLOT_TAKEN | SLOT_LIVE)) == 0)
+            if (atomic_compare_exchange_weak_explicit(&s->state, &st, st | SLOT_TAKEN,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed))
+                return s;
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     struct dq_pool_slot *fresh =
@@ -382,8 +384,14 @@ static int cache_register(void)
     struct dq_pool_slot *slot = slot_claim();
     if (slot == NULL)
         return -1;
-    /* any non-NULL value makes the destructor run at thread exit */
-    (void)pthread_setspecific(cache_key, &dq_pool_cache);
+    /* any non-NULL value makes the destructor run at thread exit; without
+       it the slot would outlive the thread's cache (ENOMEM: glibc
+       allocates for keys past its first 32) */
+    if (pthread_setspecific(cache_key, &dq_pool_cache) != 0) {
+        /* release: as cache_release's */
+        atomic_fetch_and_explicit(&slot->state, ~SLOT_TAKEN, memory_order_release);
+        return -1;
+    }
     slot->cache = &dq_pool_cache;
     dq_pool_cache.slot = slot;
     pool_point(DQ_TEST_POOL_REGISTER);
@@ -476,17 +484,24 @@ static int grow(void)
             return 0;
         }
     }
-    _Atomic uint64_t *words;
-    dq_node *chunk = carve_chunk(&words);
-    if (chunk == NULL)
-        return -1;
-    /* relaxed: the index is the claim; the chunk is published below */
+    /* relaxed: the index is the claim; the chunk is published below.
+       Taken before the memory, so that a pool at MAX_CHUNKS maps no more */
     uint32_t k = atomic_load_explicit(&chunks_reserved, memory_order_relaxed);
     do
         if (k == MAX_CHUNKS)
             return -1;
     while (!atomic_compare_exchange_weak_explicit(
         &chunks_reserved, &k, k + 1, memory_order_relaxed, memory_order_relaxed));
+    _Atomic uint64_t *words;
+    dq_node *chunk = carve_chunk(&words);
+    if (chunk == NULL) {
+        /* give the index back if no later one was taken; else it stays a
+           hole, which scans pass over as an unpublished chunk */
+        uint32_t taken = k + 1;
+        (void)atomic_compare_exchange_strong_explicit(
+            &chunks_reserved, &taken, k, memory_order_relaxed, memory_order_relaxed);
+        return -1;
+    }
     pool_point(DQ_TEST_POOL_GROW);
     /* the slab is a fresh mapping: zero-filled */
     uint32_t base = k << CHUNK_SHIFT;
@@ -502,12 +517,17 @@ static int grow(void)
     atomic_init(&words[0], 0);
     for (uint32_t w = 1; w < CHUNK_WORDS; w++)
         atomic_init(&words[w], ~UINT64_C(0));
-    /* release: pairs with scan_word's acquire (the words' initial bits
-       and, through them, the nodes) */
-    atomic_store_explicit(&chunk_free[k], words, memory_order_release);
-    /* release: pairs with dq_pool_node's acquire, so a token's lookup
+    /* The chunk first, then its words: a scan that takes a word of the
+       chunk maps its nodes through chunks[k] at once (mag_fill).  A token
+       lookup may reach a node before the words are published; it finds
+       it FREE, generation 1, which no token names.
+       release: pairs with dq_pool_node's acquire, so a token's lookup
        sees the nodes' initial state */
     atomic_store_explicit(&chunks[k], chunk, memory_order_release);
+    pool_point(DQ_TEST_POOL_PUBLISH);
+    /* release: pairs with scan_word's acquire (the words' initial bits
+       and, through them and chunks[k] before them, the nodes) */
+    atomic_store_explicit(&chunk_free[k], words, memory_order_release);
     /* relaxed: a count */
     atomic_fetch_add_explicit(&chunks_made, 1, memory_order_relaxed);
     /* relaxed, both: a hint.  Raised past the words the scan above saw

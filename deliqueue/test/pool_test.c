@@ -389,17 +389,18 @@ static void empty_the_free_map(void)
     }
 }
 
-/* A post that must grow the pool is parked there, its chunk index taken;
-   this thread's posts then grow past the parked chunk, a chunk per 4096
-   nodes as always (not one per claim). */
-Test(pool, no_post_waits_for_a_parked_grower, .timeout = 30)
+/* A post that must grow the pool is parked there (point); this thread's
+   posts then grow past the parked chunk, a chunk per 4096 nodes as
+   always (not one per claim), and never take a word of it before it is
+   whole. */
+static void grow_beside_a_parked_grower(int point)
 {
     enum { N = 3 * 4096 };
     empty_the_free_map();
     struct dq_pool_stats before, s;
     cr_assert_eq(dq_pool_stats(&before), 0);
     pthread_t th;
-    park_start(&th, DQ_TEST_POOL_GROW, post_parked, q);
+    park_start(&th, point, post_parked, q);
     dq_msg m = msg_what(&target_a, 1);
     for (int i = 0; i < N; i++)
         cr_assert_eq(dq_post(q, &m, NULL), 0);
@@ -413,6 +414,18 @@ Test(pool, no_post_waits_for_a_parked_grower, .timeout = 30)
     cr_assert_eq(dq_pool_stats(&s), 0);
     check_adds_up(&s);
     cr_assert_eq(s.nodes_in_use, 0);
+}
+
+/* Parked with its chunk index taken, nothing of the chunk published. */
+Test(pool, no_post_waits_for_a_parked_grower, .timeout = 30)
+{
+    grow_beside_a_parked_grower(DQ_TEST_POOL_GROW);
+}
+
+/* Parked with the chunk's nodes published and its free-map words not. */
+Test(pool, no_post_waits_for_a_grower_parked_mid_publication, .timeout = 30)
+{
+    grow_beside_a_parked_grower(DQ_TEST_POOL_PUBLISH);
 }
 
 /* A thread parked in its first post, its registry slot taken: another

@@ -25,15 +25,18 @@
  *
  * A post is one CAS on the queue's stack top, plus a futex wake (one
  * syscall) when it finds the consumer asleep and its message could be
- * delivered before the consumer would wake by itself.  A post never takes
- * a lock, so it never waits for a preempted thread: a thread's first post
- * registers the thread's node cache (a CAS on a slot; pthread_once and
- * pthread_setspecific), and a post that finds no free node where its
- * lock-free scan of the process-wide node pool looks grows the pool
- * without a lock (a full scan, then a new chunk, carved from a 2 MiB slab
- * with a CAS or from a new slab mapped with mmap).  Once the pool has
- * grown to a workload's peak, posts do neither.  The consumer owns the
- * ordering heap.
+ * delivered before the consumer would wake by itself.  A post takes no
+ * lock of the library's, so it never waits for a preempted thread of its
+ * own process but in two first times: the process's first post creates a
+ * pthread key (pthread_once), and a thread's first post claims a slot for
+ * its node cache (a CAS) and sets that key (glibc allocates there only
+ * when the process already has more than 32 keys).  A post that finds no
+ * free node where its lock-free scan of the process-wide node pool looks
+ * grows the pool without a lock (a full scan, then a new chunk, carved
+ * from a 2 MiB slab with a CAS or from a new slab mapped with mmap, which
+ * takes the kernel's lock on the address space).  Once the pool has grown
+ * to a workload's peak, posts do neither.  The consumer owns the ordering
+ * heap.
  *
  * Quitting.  dq_quit drops every pending message; dq_quit_safely drops
  * what is due later than now (inside the call) and lets the consumer

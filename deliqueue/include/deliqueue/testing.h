@@ -36,6 +36,7 @@ int dq_test_trace_to_fd(int fd);
    to show that no other thread's post waits for it. */
 enum {
     DQ_TEST_POOL_GROW = 1, /* a chunk's index taken, the chunk not yet published */
+    DQ_TEST_POOL_PUBLISH,  /* a chunk's nodes published, its free-map words not yet */
     DQ_TEST_POOL_REGISTER, /* a thread's first post: its registry slot taken */
     DQ_TEST_POOL_STATS,    /* dq_pool_stats reading a live thread's cache */
 };
