@@ -27,8 +27,9 @@
  * than 16 ms ("jank"), lateness p50 / p99 / max, the part of it from the
  * start of the frame's post to its delivery (the rest is the scheduler
  * waking the vsync thread late), background posts accepted, and what
- * they cost the consumer: messages trimmed, the most one trim took (a
- * backlog the consumer works through before the next frame) and its CPU
+ * they cost the consumer: messages trimmed, the most one trim took and
+ * the longest it took (a backlog the consumer works through before the
+ * next frame) and its CPU
  * time (every accepted background post is work the consumer must do
  * between two frames).  deliqueue_twin is the A/A control: the same code as
  * deliqueue, measured as a contender of its own.
@@ -154,8 +155,9 @@ typedef struct run {
     int64_t *lateness;   /* consumer only until joined */
     int64_t *queue_part; /* each frame's delivery minus its post's start */
     long frames, capacity;
-    long removed;  /* background trimmed by the consumer */
-    long trim_max; /* the most one trim removed */
+    long removed;        /* background trimmed by the consumer */
+    long trim_max;       /* the most one trim removed */
+    int64_t trim_ns_max; /* the longest one trim took */
     int64_t consumer_cpu_ns;
     int err;
     const char *failed; /* which operation failed */
@@ -318,10 +320,14 @@ static void *consumer_main(void *arg)
         if (marker_fd >= 0)
             marker("C|%d|frame lateness us|%lld\n", getpid(),
                    (long long)((now - tick) / 1000));
+        int64_t t0 = bench_now();
         long removed = (long)r->c->remove(r->q, &trim);
+        int64_t took = bench_now() - t0;
         r->removed += removed;
         if (removed > r->trim_max)
             r->trim_max = removed;
+        if (took > r->trim_ns_max)
+            r->trim_ns_max = took;
     }
 }
 
@@ -346,7 +352,7 @@ static double percentile_us(const int64_t *sorted, long n, double p)
 /* One repetition's numbers for one contender. */
 typedef struct sample {
     double frames, jank, p50, p99, max, queue_p99, queue_max, background, trimmed,
-        trim_max, consumer_cpu_ms;
+        trim_max, trim_ms_max, consumer_cpu_ms;
 } sample;
 
 typedef struct results {
@@ -436,6 +442,7 @@ static void run_one(int col, int rep, int64_t seconds_ns, int ncpus,
         .background = (double)atomic_load(&r.background_posts),
         .trimmed = (double)r.removed,
         .trim_max = (double)r.trim_max,
+        .trim_ms_max = (double)r.trim_ns_max / 1e6,
         .consumer_cpu_ms = (double)r.consumer_cpu_ns / 1e6,
     };
     res.have[col][rep] = true;
@@ -493,6 +500,7 @@ static const field fields[] = {
     { "background_posts", "background posts", "%.0f", offsetof(sample, background) },
     { "trimmed", "trimmed by the consumer", "%.0f", offsetof(sample, trimmed) },
     { "trim_max", "largest trim", "%.0f", offsetof(sample, trim_max) },
+    { "trim_ms_max", "longest trim (ms)", "%.2f", offsetof(sample, trim_ms_max) },
     { "consumer_cpu_ms", "consumer CPU (ms)", "%.1f",
       offsetof(sample, consumer_cpu_ms) },
 };
@@ -722,15 +730,16 @@ int main(int argc, char **argv)
         printf("\n");
     }
     printf("\nMedians over repetitions.  Per repetition, jank frames / max lateness "
-           "(ms) / largest trim (messages one remove by criteria took):\n\n");
+           "(ms) / largest trim (messages one remove by criteria took) / longest "
+           "trim (ms):\n\n");
     for (int c = 0; c < NCONTENDERS; c++) {
         if (!on[c])
             continue;
         printf("- %s:", contenders[c]->name);
         for (int r = 0; r < reps; r++)
             if (res.have[c][r])
-                printf(" %.0f/%.2f/%.0f", res.s[c][r].jank, res.s[c][r].max / 1e3,
-                       res.s[c][r].trim_max);
+                printf(" %.0f/%.2f/%.0f/%.2f", res.s[c][r].jank, res.s[c][r].max / 1e3,
+                       res.s[c][r].trim_max, res.s[c][r].trim_ms_max);
         printf("\n");
     }
     if (on[0])
