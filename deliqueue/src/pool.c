@@ -372,9 +372,24 @@ static void cache_release(void *unused)
     atomic_fetch_and_explicit(&slot->state, ~SLOT_TAKEN, memory_order_release);
 }
 
+/* In the child of a fork only the forking thread lives on: the other
+   threads' slots are unowned again (the nodes their caches held are lost
+   to the child's pool), and readers counted in at the fork never leave,
+   so nothing may wait for them. */
+static void pool_atfork_child(void)
+{
+    /* relaxed: the child has one thread */
+    struct dq_pool_slot *s = atomic_load_explicit(&slots, memory_order_relaxed);
+    for (; s != NULL; s = s->next)
+        atomic_store_explicit(&s->state,
+                              s == dq_pool_cache.slot ? SLOT_TAKEN | SLOT_LIVE : 0,
+                              memory_order_relaxed);
+}
+
 static void cache_key_create(void)
 {
     (void)pthread_key_create(&cache_key, cache_release);
+    (void)pthread_atfork(NULL, NULL, pool_atfork_child);
 }
 
 /* Put the calling thread's cache on the registry; -1: out of memory. */

@@ -5,10 +5,13 @@
    its cached nodes back, and no post waits for a thread stalled in the
    pool's slow paths. */
 #include <pthread.h>
+#include <signal.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -510,4 +513,40 @@ Test(pool, concurrent_growers_add_at_most_a_chunk_each, .timeout = 30)
     uint64_t made = s.nodes_total - before.nodes_total;
     cr_assert_leq(made, need + GROWERS * 4096, "%llu nodes made for %d posts",
                   (unsigned long long)made, GROWERS * 5000);
+}
+
+/* A fork while dq_pool_stats is counted into this thread's registry slot:
+   in the child that reader never leaves, and the forking thread's exit
+   (its cache's give-back waits for the slot's readers) must not wait for
+   it. */
+Test(pool, a_fork_during_stats_leaves_the_child_free_to_exit, .timeout = 30)
+{
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    pthread_t reader;
+    park_start(&reader, DQ_TEST_POOL_STATS, stats_parked, NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct dq_pool_stats s;
+        if (dq_pool_stats(&s) != 0 || s.threads != 1)
+            _exit(3);
+        pthread_exit(NULL); /* the last thread: the process exits 0 */
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1000 && done == 0; i++) {
+        done = waitpid(pid, &status, WNOHANG);
+        if (done == 0)
+            usleep(10000);
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    cr_assert_eq(park_end(reader), 0);
+    cr_assert_neq(done, 0, "the child's exit waited for a reader of the parent");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x",
+              status);
+    cr_assert_eq(drain(), 1);
 }
