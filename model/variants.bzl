@@ -47,6 +47,11 @@ VARIANTS = [
     ("walker_epochs_tso_no_reload_test", "walker_epochs", "catch", [], ["-DTSO", "-DMUTANT_WALKER_NO_RELOAD"]),
     ("walker_epochs_weak_walker_inc_test", "walker_epochs", "catch", [], ["-DTSO", "-DWEAK_WALKER_INC"]),
     ("walker_epochs_weak_epoch_store_test", "walker_epochs", "catch", [], ["-DTSO", "-DWEAK_EPOCH_STORE"]),
+    # pool.pml: a chunk's publication to the scans; the registry of thread caches
+    ("pool_test", "pool", "pass", [], []),
+    ("pool_words_before_chunk_test", "pool", "catch", [], ["-DMUTANT_WORDS_BEFORE_CHUNK"]),
+    ("pool_exit_no_wait_test", "pool", "catch", [], ["-DMUTANT_EXIT_NO_WAIT"]),
+    ("pool_reader_uncounted_test", "pool", "catch", [], ["-DMUTANT_READER_UNCOUNTED"]),
     # user_count.pml: the tagged user count and the teardown's wait
     ("user_count_test", "user_count", "pass", [], []),
     ("user_count_live_test", "user_count", "pass", ["--ltl", "freed_eventually", "--fair"], []),
