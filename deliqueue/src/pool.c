@@ -357,6 +357,8 @@ static void cache_release(void *unused)
     atomic_store_explicit(&dq_pool_cache.stash_nodes, 0, memory_order_relaxed);
     dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
     struct dq_pool_slot *slot = dq_pool_cache.slot;
+    if (slot == NULL)
+        return;
     dq_pool_cache.slot = NULL;
     /* The cache is this thread's storage, gone when the thread is: a
        reader either added itself before SLOT_LIVE went (then this waits
