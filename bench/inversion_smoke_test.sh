@@ -14,7 +14,7 @@ fail() { echo "inversion_smoke_test: $*" >&2; cat "$out" >&2; exit 1; }
 grep -q '^- machine: ' "$out" || fail "no machine line"
 grep -q '^- background posters ran at: \(SCHED_IDLE\|nice 19\)' "$out" \
     || fail "background posters not at the lowest priority"
-grep -q '^| contender | frames | jank (> 16 ms) | lateness p50 (us) | lateness p99 (us) | lateness max (us) | post-to-delivery p99 (us) | post-to-delivery max (us) | background posts | trimmed by the consumer | consumer CPU (ms) |$' "$out" \
+grep -q '^| contender | frames | jank (> 16 ms) | lateness p50 (us) | lateness p99 (us) | lateness max (us) | post-to-delivery p99 (us) | post-to-delivery max (us) | background posts | trimmed by the consumer | largest trim | longest trim (ms) | consumer CPU (ms) |$' "$out" \
     || fail "no table header"
 for c in deliqueue legacy mutex_heap ck_handoff urcu_handoff deliqueue_twin; do
     row=$(grep "^| $c |" "$out") || fail "no row for $c"
@@ -23,7 +23,7 @@ for c in deliqueue legacy mutex_heap ck_handoff urcu_handoff deliqueue_twin; do
     grep -q "\"$c\": {" "$json" || fail "no $c in JSON"
     grep -q "^\"$c\"\$" "$plot" || fail "no $c in the plot data"
 done
-for k in frames jank_frames lat_p50_us lat_p99_us lat_max_us background_posts; do
+for k in frames jank_frames lat_p50_us lat_p99_us lat_max_us background_posts trim_max trim_ms_max; do
     [ "$(grep -c "^    \"$k\": " "$json")" -eq 6 ] || fail "JSON key $k not in every contender"
 done
 grep -q '^- goal (deliqueue: ' "$out" || fail "no goal line"
