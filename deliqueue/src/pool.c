@@ -457,24 +457,26 @@ static dq_node *slab_chunk(uintptr_t base, uintptr_t i, _Atomic uint64_t **words
    a new slab unmaps its own and carves from the winner's. */
 static dq_node *carve_chunk(_Atomic uint64_t **words)
 {
-    /* acquire, here and in each CAS: pairs with the installing CAS's
-       release, so the slab's mapping is this thread's to use */
-    uintptr_t cur = atomic_load_explicit(&slab_cursor, memory_order_acquire);
+    /* relaxed, here and in each CAS: the cursor hands out addresses and
+       nothing else.  An installer writes nothing into its slab (a fresh,
+       zero-filled mapping, in place once mmap returned), and a carver
+       writes only its own chunk, which reaches others through the chunk
+       table's release (grow). */
+    uintptr_t cur = atomic_load_explicit(&slab_cursor, memory_order_relaxed);
     for (;;) {
         if (cur != 0 && (cur & SLAB_USED) < SLAB_CHUNKS) {
             if (atomic_compare_exchange_weak_explicit(&slab_cursor, &cur, cur + 1,
-                                                      memory_order_acquire,
-                                                      memory_order_acquire))
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed))
                 return slab_chunk(cur & ~SLAB_USED, cur & SLAB_USED, words);
             continue;
         }
         uintptr_t fresh = slab_map();
         if (fresh == 0)
             return NULL;
-        /* release: pairs with the acquire loads above */
         if (atomic_compare_exchange_strong_explicit(&slab_cursor, &cur, fresh | 1,
-                                                    memory_order_release,
-                                                    memory_order_acquire)) {
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed)) {
             size_t page = (size_t)sysconf(_SC_PAGESIZE);
             /* relaxed: a count */
             atomic_fetch_add_explicit(&reserved_bytes, SLAB_BYTES + page,
