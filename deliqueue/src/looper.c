@@ -504,6 +504,23 @@ static bool looper_run_idle(dq_queue *q)
 
 /* ---- sleeping ----------------------------------------------------------- */
 
+/* Between the consumer's seq_cst store of its sleep word and its seq_cst
+   re-reads (the Dekker pairs with producers, barrier removal and quit).
+   ARMv8 keeps a store-release before a later load-acquire (STLR, LDAR),
+   but QEMU's user-mode emulation on an x86 host does not: it emits STLR
+   as a barrier then a plain store and LDAR as a plain load then a
+   barrier, so the host's store buffer lets the re-read pass the store and
+   a wake-up is lost (stress/sleep_dekker_test: within seconds in every
+   arm64 config).  A full fence (DMB ISH; MFENCE under QEMU) closes it for
+   a barrier on the way to sleep, beside a futex syscall.  x86 needs none:
+   its seq_cst store is an XCHG. */
+static inline void looper_fence_store_load(void)
+{
+#if defined(__aarch64__)
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* Whether there is anything for the looper to look at: a push above the
    boundary, the quit tag, a removal, or a change of fd listeners.
    Acquire: what we then read of a new node or removal is its pusher's
@@ -555,6 +572,7 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */
     atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
+    looper_fence_store_load();
     if (!looper_has_news(q, core, memory_order_seq_cst)) {
         if (park) {
             dq_looper_fd_park(q, deadline);
@@ -597,6 +615,7 @@ static int looper_await_quit_mode(dq_queue *q)
            wakes us, or we see the mode */
         dq_looper_fd_mark_sleep(q, false); /* a futex wait, even under a host loop */
         atomic_store_explicit(&q->sleep, INT64_MAX & ~DQ_HELD, memory_order_seq_cst);
+        looper_fence_store_load();
         if (atomic_load_explicit(&q->quit_mode, memory_order_seq_cst) == DQ_RUNNING)
             dq_event_wait(&q->wake, seen, INT64_MAX);
         /* relaxed: as after looper_sleep's wait */
