@@ -550,3 +550,39 @@ Test(pool, a_fork_during_stats_leaves_the_child_free_to_exit, .timeout = 30)
               status);
     cr_assert_eq(drain(), 1);
 }
+
+/* A forged token (any 64-bit value is a token to dq_cancel) may name a
+   node of a chunk that another thread is publishing at that moment: the
+   lookup must see the chunk's nodes initialised, never half-made, and
+   answer -ENOENT for a node that is not pending. */
+static _Atomic int forging;
+
+static void *cancel_forged(void *arg)
+{
+    uint64_t x = 88172645463325252u, n = 0;
+    while (atomic_load(&forging)) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* generation 1 (a fresh node's), an index among the next chunks */
+        dq_token tok = UINT64_C(1) << 28 | (x % (64 * 4096));
+        int err = dq_cancel(arg, tok);
+        if (err != -ENOENT && err != 0)
+            return (void *)1;
+        n++;
+    }
+    return n > 0 ? NULL : (void *)2;
+}
+
+Test(pool, forged_tokens_race_the_pool_growing, .timeout = 30)
+{
+    empty_the_free_map();
+    pthread_t th;
+    atomic_store(&forging, 1);
+    cr_assert_eq(pthread_create(&th, NULL, cancel_forged, q), 0);
+    dq_msg m = msg_what(&target_a, 1);
+    for (int i = 0; i < 16 * 4096; i++)
+        cr_assert_eq(dq_post_delayed(q, &m, 1000000000, NULL), 0);
+    atomic_store(&forging, 0);
+    void *rc;
+    cr_assert_eq(pthread_join(th, &rc), 0);
+    cr_assert_null(rc, "a forged token got an answer other than -ENOENT or 0");
+}
