@@ -163,8 +163,9 @@ static void fd_changed(dq_queue *q)
     /* seq_cst: with dq_wake_consumer's seq_cst load of the sleep word,
        one half of a Dekker pair whose other is the consumer's store of
        its sleep word and re-read of fd_changed (looper_has_news): either
-       we see it asleep and wake it, or it sees the flag */
-    atomic_store_explicit(&q->fd_changed, 1, memory_order_seq_cst);
+       we see it asleep and wake it, or it sees the flag.  An exchange, not
+       a store, for QEMU's sake, as looper_publish_sleep explains */
+    (void)atomic_exchange_explicit(&q->fd_changed, 1, memory_order_seq_cst);
     dq_wake_consumer(q);
 }
 

@@ -504,21 +504,19 @@ static bool looper_run_idle(dq_queue *q)
 
 /* ---- sleeping ----------------------------------------------------------- */
 
-/* Between the consumer's seq_cst store of its sleep word and its seq_cst
-   re-reads (the Dekker pairs with producers, barrier removal and quit).
-   ARMv8 keeps a store-release before a later load-acquire (STLR, LDAR),
-   but QEMU's user-mode emulation on an x86 host does not: it emits STLR
-   as a barrier then a plain store and LDAR as a plain load then a
-   barrier, so the host's store buffer lets the re-read pass the store and
-   a wake-up is lost (stress/sleep_dekker_test: within seconds in every
-   arm64 config).  A full fence (DMB ISH; MFENCE under QEMU) closes it for
-   a barrier on the way to sleep, beside a futex syscall.  x86 needs none:
-   its seq_cst store is an XCHG. */
-static inline void looper_fence_store_load(void)
+/* Publish the consumer's sleep word before its seq_cst re-reads (the
+   Dekker pairs with producers, barrier removal and quit).  An exchange,
+   not a store: ARMv8 keeps a store-release before a later load-acquire
+   (STLR, LDAR), but QEMU's user-mode emulation on an x86 host does not:
+   it emits STLR as a barrier then a plain store and LDAR as a plain load
+   then a barrier, so the host's store buffer lets the re-read pass the
+   store and a wake-up is lost (stress/sleep_dekker_test: within seconds
+   in the arm64 configs).  An RMW is a full barrier there (the host's
+   locked exchange or CAS), costs what STLR does on ARMv8 hardware, and on
+   x86 is the XCHG a seq_cst store compiles to anyway. */
+static inline void looper_publish_sleep(dq_queue *q, int64_t word)
 {
-#if defined(__aarch64__)
-    atomic_thread_fence(memory_order_seq_cst);
-#endif
+    (void)atomic_exchange_explicit(&q->sleep, word, memory_order_seq_cst);
 }
 
 /* Whether there is anything for the looper to look at: a push above the
@@ -563,16 +561,15 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     bool in_epoll = park || dq_looper_fd_waits(q);
     dq_looper_fd_mark_sleep(q, in_epoll); /* which wait wakers must signal */
     assert(dq_sleep_word_asleep(word));   /* deadline > now >= 0 */
-    /* relaxed: published by the seq_cst (release) store of the word below;
+    /* relaxed: published by the seq_cst (release) exchange of the word below;
        a producer reads it only after an acquire load that returned a word
        with DQ_HELD, so it sees this value or a later sleep's */
     if (held)
         atomic_store_explicit(&q->held_due, held_due, memory_order_relaxed);
-    /* seq_cst store then seq_cst loads: our half of the Dekker pairs with
+    /* seq_cst exchange then seq_cst loads: our half of the Dekker pairs with
        the producers (push, then read sleep) and with quit / barrier
        removal (tag or removal push, then read sleep) */
-    atomic_store_explicit(&q->sleep, word, memory_order_seq_cst);
-    looper_fence_store_load();
+    looper_publish_sleep(q, word);
     if (!looper_has_news(q, core, memory_order_seq_cst)) {
         if (park) {
             dq_looper_fd_park(q, deadline);
@@ -609,13 +606,12 @@ static int looper_await_quit_mode(dq_queue *q)
         if (mode != DQ_RUNNING)
             return mode;
         uint32_t seen = dq_event_read(&q->wake);
-        /* seq_cst store, then seq_cst load of the mode: a Dekker pair with
+        /* seq_cst exchange, then seq_cst load of the mode: a Dekker pair with
            dq_quit_safely's seq_cst mode CAS followed by its seq_cst load of the
            sleep word (dq_wake_consumer), so either it sees us asleep and
            wakes us, or we see the mode */
         dq_looper_fd_mark_sleep(q, false); /* a futex wait, even under a host loop */
-        atomic_store_explicit(&q->sleep, INT64_MAX & ~DQ_HELD, memory_order_seq_cst);
-        looper_fence_store_load();
+        looper_publish_sleep(q, INT64_MAX & ~DQ_HELD);
         if (atomic_load_explicit(&q->quit_mode, memory_order_seq_cst) == DQ_RUNNING)
             dq_event_wait(&q->wake, seen, INT64_MAX);
         /* relaxed: as after looper_sleep's wait */
