@@ -586,3 +586,62 @@ Test(pool, forged_tokens_race_the_pool_growing, .timeout = 30)
     cr_assert_eq(pthread_join(th, &rc), 0);
     cr_assert_null(rc, "a forged token got an answer other than -ENOENT or 0");
 }
+
+/* More threads hold caches at once than a page of registry slots has
+   (a page holds some 170): a new page is pushed while dq_pool_stats walks
+   the list, and the walk must see the page's links and states whole. */
+#define CROWD 200
+static pthread_barrier_t crowd_posted, crowd_leave;
+static _Atomic int polling;
+
+static void *post_and_stay(void *arg)
+{
+    dq_msg m = msg_what(&target_b, 4);
+    intptr_t err = dq_post(arg, &m, NULL);
+    pthread_barrier_wait(&crowd_posted);
+    pthread_barrier_wait(&crowd_leave);
+    return (void *)err;
+}
+
+static void *poll_stats(void *arg)
+{
+    (void)arg;
+    long polls = 0;
+    while (atomic_load(&polling)) {
+        struct dq_pool_stats s;
+        if (dq_pool_stats(&s) != 0)
+            return (void *)1;
+        polls++;
+    }
+    return polls > 0 ? NULL : (void *)2;
+}
+
+Test(pool, stats_walk_the_registry_while_it_grows, .timeout = 60)
+{
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    static pthread_t th[CROWD];
+    pthread_t poller;
+    cr_assert_eq(pthread_barrier_init(&crowd_posted, NULL, CROWD + 1), 0);
+    cr_assert_eq(pthread_barrier_init(&crowd_leave, NULL, CROWD + 1), 0);
+    atomic_store(&polling, 1);
+    cr_assert_eq(pthread_create(&poller, NULL, poll_stats, NULL), 0);
+    for (int i = 0; i < CROWD; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, post_and_stay, q), 0);
+    pthread_barrier_wait(&crowd_posted);
+    atomic_store(&polling, 0);
+    void *rc;
+    cr_assert_eq(pthread_join(poller, &rc), 0);
+    cr_assert_null(rc, "the poller failed or never polled");
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.threads, before.threads + CROWD);
+    pthread_barrier_wait(&crowd_leave);
+    for (int i = 0; i < CROWD; i++) {
+        cr_assert_eq(pthread_join(th[i], &rc), 0);
+        cr_assert_null(rc, "a post failed");
+    }
+    cr_assert_eq(drain(), CROWD);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.threads, before.threads);
+}
