@@ -38,8 +38,8 @@
 
 #include <deliqueue/deliqueue.h>
 
-#define UNDELIVERED_NS (2 * 1000000)  /* then look at the consumer */
-#define SLEEP_CHECKS   20             /* 1 ms apart, all asleep: lost */
+#define UNDELIVERED_NS (2 * 1000000)   /* then look at the consumer */
+#define SLEEP_CHECKS   20              /* 1 ms apart, all asleep: lost */
 #define NEXT_DEADLINE  (200 * 1000000) /* a lost wake-up ends by then */
 
 static char target;
@@ -173,6 +173,8 @@ int main(int argc, char **argv)
     pthread_join(consumer, NULL);
     dq_unref(q);
     printf("sleep_dekker_test: %ld posts, %ld slow, %s\n", posts, slow,
-           rc == 0 ? "no lost wake-up" : rc == 1 ? "a lost wake-up" : "failed");
+           rc == 0   ? "no lost wake-up"
+           : rc == 1 ? "a lost wake-up"
+                     : "failed");
     return rc;
 }
