@@ -216,7 +216,8 @@ static void *advance_later(void *arg)
 
 /* The consumer sleeps until the next due time; on the manual clock it
    re-checks every millisecond of real time, each check a slice of its
-   own, all of them until=+4000ns until the clock moves. */
+   own, until=+4000ns while the clock stands (the event reads the clock
+   again, so a slice begun as the clock moves may say less). */
 Test(trace, sleeps_are_slices)
 {
     cr_assert_eq(post_at(2, 1004000), 0);
@@ -226,8 +227,9 @@ Test(trace, sleeps_are_slices)
     cr_assert_eq(dq_next_until(q, &out, 1010000), 0);
     cr_assert_eq(out.what, 2);
     pthread_join(t, NULL);
-    char want_sleep[64], want_end[16];
+    char want_sleep[64], any_sleep[64], want_end[16];
     snprintf(want_sleep, sizeof(want_sleep), "B|%d|dq:ui sleep until=+4000ns", pid);
+    snprintf(any_sleep, sizeof(any_sleep), "B|%d|dq:ui sleep until=", pid);
     snprintf(want_end, sizeof(want_end), "E|%d", pid);
     char *copy = strdup(written());
     int sleeps = 0, depth = 0, line_no = 0;
@@ -237,10 +239,10 @@ Test(trace, sleeps_are_slices)
         line_no++;
         if (line_no <= 2)
             continue; /* the post and the first backlog */
-        if (strcmp(l, want_sleep) == 0) {
+        if (strncmp(l, any_sleep, strlen(any_sleep)) == 0) {
             cr_assert_eq(depth, 0, "a sleep inside a sleep");
             depth = 1;
-            sleeps++;
+            sleeps += strcmp(l, want_sleep) == 0;
         } else if (strcmp(l, want_end) == 0) {
             cr_assert_eq(depth, 1, "an end without a sleep");
             depth = 0;
