@@ -422,18 +422,23 @@ static int cache_register(void)
 _Static_assert(SLAB_WORDS_BYTES <= 4096, "a slab's free-map words fit in a page");
 #define SLAB_USED ((uintptr_t)SLAB_BYTES - 1) /* slab_cursor's count bits */
 
+/* A slab's mapping: the slab and the page of free-map words past it. */
+static size_t slab_mapped_bytes(void)
+{
+    return SLAB_BYTES + (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Map a slab, SLAB_BYTES aligned, with a page for its free-map words just
    past it; 0: out of memory. */
 static uintptr_t slab_map(void)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t len = 2 * SLAB_BYTES + page;
+    size_t keep = slab_mapped_bytes(), len = SLAB_BYTES + keep;
     char *p =
         mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return 0;
     uintptr_t base = ((uintptr_t)p + SLAB_USED) & ~SLAB_USED;
-    size_t head = base - (uintptr_t)p, keep = SLAB_BYTES + page;
+    size_t head = base - (uintptr_t)p;
     if (head != 0)
         (void)munmap(p, head);
     (void)munmap((char *)base + keep, len - head - keep);
@@ -477,13 +482,12 @@ static dq_node *carve_chunk(_Atomic uint64_t **words)
         if (atomic_compare_exchange_strong_explicit(&slab_cursor, &cur, fresh | 1,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
-            size_t page = (size_t)sysconf(_SC_PAGESIZE);
             /* relaxed: a count */
-            atomic_fetch_add_explicit(&reserved_bytes, SLAB_BYTES + page,
+            atomic_fetch_add_explicit(&reserved_bytes, slab_mapped_bytes(),
                                       memory_order_relaxed);
             return slab_chunk(fresh, 0, words);
         }
-        (void)munmap((void *)fresh, SLAB_BYTES + (size_t)sysconf(_SC_PAGESIZE));
+        (void)munmap((void *)fresh, slab_mapped_bytes());
     }
 }
 
