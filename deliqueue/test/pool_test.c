@@ -288,6 +288,16 @@ static void *post_once_and_exit(void *arg)
     return (void *)(intptr_t)dq_post(arg, &m, NULL);
 }
 
+/* A new thread posts one message to q and exits; its post must succeed. */
+static void run_post_once_and_exit(void)
+{
+    pthread_t th;
+    void *ret;
+    cr_assert_eq(pthread_create(&th, NULL, post_once_and_exit, q), 0);
+    cr_assert_eq(pthread_join(th, &ret), 0);
+    cr_assert_eq((intptr_t)ret, 0);
+}
+
 Test(pool, stats_count_threads_and_their_caches)
 {
     struct dq_pool_stats before, during, after;
@@ -295,11 +305,7 @@ Test(pool, stats_count_threads_and_their_caches)
     cr_assert_eq(dq_post(q, &m, NULL), 0);
     cr_assert_eq(dq_pool_stats(&before), 0);
     cr_assert_eq(before.threads, 1);
-    pthread_t th;
-    void *ret;
-    cr_assert_eq(pthread_create(&th, NULL, post_once_and_exit, q), 0);
-    pthread_join(th, &ret);
-    cr_assert_eq((intptr_t)ret, 0);
+    run_post_once_and_exit();
     cr_assert_eq(dq_pool_stats(&during), 0);
     check_adds_up(&during);
     cr_assert_eq(during.threads, 1, "the exited thread's cache is gone");
@@ -437,12 +443,9 @@ Test(pool, no_post_waits_for_a_parked_registration, .timeout = 30)
 {
     struct dq_pool_stats before, s;
     cr_assert_eq(dq_pool_stats(&before), 0);
-    pthread_t th, other;
+    pthread_t th;
     park_start(&th, DQ_TEST_POOL_REGISTER, post_parked, q);
-    void *rc;
-    cr_assert_eq(pthread_create(&other, NULL, post_once_and_exit, q), 0);
-    cr_assert_eq(pthread_join(other, &rc), 0);
-    cr_assert_eq((intptr_t)rc, 0);
+    run_post_once_and_exit();
     cr_assert_eq(dq_pool_stats(&s), 0);
     cr_assert_eq(s.threads, before.threads,
                  "the parked thread's cache is not yet readable");
@@ -461,12 +464,9 @@ Test(pool, no_post_waits_for_a_parked_stats_reader, .timeout = 30)
     cr_assert_eq(dq_post(q, &m, NULL), 0);
     struct dq_pool_stats before, s;
     cr_assert_eq(dq_pool_stats(&before), 0);
-    pthread_t reader, poster;
+    pthread_t reader;
     park_start(&reader, DQ_TEST_POOL_STATS, stats_parked, NULL);
-    void *rc;
-    cr_assert_eq(pthread_create(&poster, NULL, post_once_and_exit, q), 0);
-    cr_assert_eq(pthread_join(poster, &rc), 0);
-    cr_assert_eq((intptr_t)rc, 0);
+    run_post_once_and_exit();
     cr_assert_eq(park_end(reader), 0);
     cr_assert_eq(drain(), 2);
     cr_assert_eq(dq_pool_stats(&s), 0);
