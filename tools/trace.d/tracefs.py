@@ -14,11 +14,15 @@ Either way the result is a trace-cmd .dat file, read with `trace-cmd
 report`, and (tracefs only) the buffer's text as the kernel prints it,
 which ui.perfetto.dev opens directly.  Markers need no event of their own:
 the kernel records every trace_marker write as ftrace:print.
+
+As a command (bench/run_all runs bench/trace_cost so):
+    python3 tools/trace.d/tracefs.py record OUT_PREFIX CMD [ARG...]
 """
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 MOUNTS = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
@@ -167,3 +171,24 @@ def markers(text, pid=None):
                 continue
         out.append((float(m.group("ts")), int(m.group("tid")), payload))
     return out
+
+
+def main(argv):
+    """tracefs.py record OUT_PREFIX CMD [ARG...]: run CMD under a recording
+    session (as record() does), print its standard output and error, and
+    exit with its status (2 when nothing could be recorded)."""
+    if len(argv) < 3 or argv[0] != "record":
+        print("usage: tracefs.py record OUT_PREFIX CMD [ARG...]", file=sys.stderr)
+        return 2
+    try:
+        r = record(argv[2:], argv[1])
+    except (TraceError, OSError) as e:
+        print("tracefs.py: %s" % e, file=sys.stderr)
+        return 2
+    sys.stdout.write(r["stdout"])
+    sys.stderr.write(r["stderr"])
+    return r["returncode"]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
