@@ -131,8 +131,9 @@ static inline bool dq_looper_fd_on(dq_queue *q)
 static inline void dq_looper_fd_mark_sleep(dq_queue *q, bool epoll)
 {
 #ifdef DQ_FD_SUPPORTED
-    /* relaxed: the consumer wrote the pointer's target or acquired it */
-    dq_fd_state *fs = atomic_load_explicit(&q->fd_state, memory_order_relaxed);
+    /* acquire: pairs with the publishing CAS in dq_fd_state_get; the
+       pointer may have been published since the consumer last read it */
+    dq_fd_state *fs = atomic_load_explicit(&q->fd_state, memory_order_acquire);
     /* relaxed: published by the seq_cst (release) store of the sleep word
        that follows; a waker reads it after its CAS (acquire) took that
        word, so it sees this value or a later sleep's, and a later sleep

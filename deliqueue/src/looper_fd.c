@@ -39,9 +39,11 @@
 
 static dq_fd_state *looper_fd_state(dq_queue *q)
 {
-    /* relaxed: the consumer acquired the pointer in dq_looper_fd_on
-       before it came here, and it never changes once set */
-    return atomic_load_explicit(&q->fd_state, memory_order_relaxed);
+    /* acquire: pairs with the publishing CAS in dq_fd_state_get.  The
+       consumer may meet the pointer here first: an add from another
+       thread publishes it at any moment, also between the step's
+       dq_looper_fd_on and the sleep's dq_looper_fd_waits */
+    return atomic_load_explicit(&q->fd_state, memory_order_acquire);
 }
 
 static uint32_t events_from_epoll(uint32_t e)

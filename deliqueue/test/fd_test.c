@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,64 @@ Test(fd, posts_wake_a_consumer_waiting_in_epoll)
     cr_assert_geq(dq_now() - t0, 30 * 1000000);
     looper_stop(&l);
     close(p[0]), close(p[1]);
+}
+
+/* Wakers racing the queue's first listener add: a post whose wake CAS
+   takes the sleep word just after the add published the queue's fd state
+   reads that state (dq_fd_signal) with no other ordering to its
+   initialisation than the acquire of the pointer itself, since the
+   consumer fell asleep before the state existed.  TSan reports the read
+   of a field the adder initialised if that acquire is missing. */
+typedef struct waker {
+    dq_queue *q;
+    _Atomic int stop;
+    _Atomic int delivered;
+} waker;
+
+static void count_delivery(dq_msg *m)
+{
+    atomic_fetch_add(&((waker *)m->obj)->delivered, 1);
+}
+
+static void *waker_main(void *arg)
+{
+    waker *w = arg;
+    for (int sent = 0; !atomic_load(&w->stop);) {
+        /* the next post once the last is delivered, so each finds the
+           consumer going back to sleep or asleep */
+        if (atomic_load(&w->delivered) < sent) {
+            sched_yield();
+            continue;
+        }
+        dq_msg m = { .target = &target_a, .obj = w, .callback = count_delivery };
+        cr_assert_eq(dq_post(w->q, &m, NULL), 0);
+        sent++;
+    }
+    return NULL;
+}
+
+Test(fd, wakers_race_the_first_listener_add)
+{
+    for (int round = 0; round < 100; round++) {
+        dq_options o = { .idle_spin_ns = 0 };
+        looper l;
+        looper_start_with(&l, &o);
+        waker w = { .q = l.q };
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, waker_main, &w), 0);
+        await_count(&w.delivered, 1 + round % 4);
+        int p[2];
+        make_pipe(p);
+        write_byte(p[1]);
+        counter c = { .keep = 0 };
+        cr_assert_eq(dq_add_fd_listener(l.q, p[0], DQ_EVENT_INPUT, count_listener, &c),
+                     0);
+        cr_assert(await_count(&c.calls, 1), "round %d: the add was lost", round);
+        atomic_store(&w.stop, 1);
+        pthread_join(t, NULL);
+        looper_stop(&l);
+        close(p[0]), close(p[1]);
+    }
 }
 
 /* On the consumer's own thread (here the test's), a replacement or a
