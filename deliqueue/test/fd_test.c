@@ -407,6 +407,88 @@ Test(fd, wakers_race_the_first_listener_add)
     }
 }
 
+/* Two threads make the queue's first adds at once: each builds an fd
+   state, one publishes it, and the other must drop its own and register
+   in the winner's, or its listener would sit in an epoll set that no one
+   waits on.  The two adders live across rounds and start each round by
+   spinning on its number, so both run at once (a blocking barrier wakes
+   the first to arrive after the second has gone); the test's thread is
+   the consumer and runs the listeners. */
+#define FIRST_ADD_ROUNDS 1000
+
+typedef struct first_adders {
+    dq_queue *_Atomic q;
+    _Atomic int round, arrived, done;
+    int fd[2];
+    counter c[2];
+    int err[2];
+} first_adders;
+
+typedef struct first_adder {
+    first_adders *all;
+    int i;
+} first_adder;
+
+static void *first_add_main(void *arg)
+{
+    first_adder *a = arg;
+    first_adders *all = a->all;
+    for (int round = 1; round <= FIRST_ADD_ROUNDS; round++) {
+        while (atomic_load(&all->round) < round)
+            sched_yield();
+        atomic_fetch_add(&all->arrived, 1);
+        for (unsigned spin = 1; atomic_load(&all->arrived) < 2 * round; spin++)
+            if (spin % 1024 == 0)
+                sched_yield(); /* the other adder may be off the CPU */
+        all->err[a->i] =
+            dq_add_fd_listener(atomic_load(&all->q), all->fd[a->i], DQ_EVENT_INPUT,
+                               count_listener, &all->c[a->i]);
+        atomic_fetch_add(&all->done, 1);
+    }
+    return NULL;
+}
+
+Test(fd, first_adds_from_two_threads_share_one_state)
+{
+    static first_adders all;
+    first_adder a[2];
+    pthread_t t[2];
+    int p[2][2];
+    for (int i = 0; i < 2; i++) {
+        make_pipe(p[i]);
+        write_byte(p[i][1]);
+        all.fd[i] = p[i][0];
+        a[i] = (first_adder){ .all = &all, .i = i };
+        cr_assert_eq(pthread_create(&t[i], NULL, first_add_main, &a[i]), 0);
+    }
+    for (int round = 1; round <= FIRST_ADD_ROUNDS; round++) {
+        dq_queue *q = dq_create(NULL);
+        cr_assert_not_null(q);
+        for (int i = 0; i < 2; i++)
+            atomic_store(&all.c[i].calls, 0);
+        atomic_store(&all.q, q);
+        atomic_store(&all.round, round);
+        while (atomic_load(&all.done) < 2 * round)
+            sched_yield();
+        int64_t end = dq_now() + BOUND_NS;
+        while (atomic_load(&all.c[0].calls) == 0 || atomic_load(&all.c[1].calls) == 0) {
+            cr_assert_eq(all.err[0], 0);
+            cr_assert_eq(all.err[1], 0);
+            cr_assert(dq_now() < end, "round %d: a listener never ran (%d, %d calls)",
+                      round, atomic_load(&all.c[0].calls),
+                      atomic_load(&all.c[1].calls));
+            dq_msg out;
+            (void)dq_next_until(q, &out, dq_now() + 1000000);
+        }
+        dq_quit(q);
+        dq_unref(q);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        close(p[i][0]), close(p[i][1]);
+    }
+}
+
 /* On the consumer's own thread (here the test's), a replacement or a
    removal takes effect at once. */
 Test(fd, replacing_a_listener_changes_events_function_and_context)
