@@ -251,6 +251,57 @@ Test(fd, add_after_quit_is_eshutdown)
     close(p[0]), close(p[1]);
 }
 
+/* The queue's first add racing its quit: the add answers 0 (and the
+   teardown drops the listener without a call) or -ESHUTDOWN, and the
+   consumer's teardown, which may be the first of its reads of the fd
+   state the adder has just published, is ordered after the state's
+   initialisation. */
+typedef struct quit_racer {
+    dq_queue *q;
+    _Atomic int *start;
+    int fd;
+    counter c;
+    int err;
+} quit_racer;
+
+static void *racing_add_main(void *arg)
+{
+    quit_racer *r = arg;
+    atomic_fetch_add(r->start, 1);
+    while (atomic_load(r->start) < 2)
+        ;
+    r->err = dq_add_fd_listener(r->q, r->fd, DQ_EVENT_INPUT, count_listener, &r->c);
+    return NULL;
+}
+
+Test(fd, first_add_racing_the_quit)
+{
+    int p[2];
+    make_pipe(p);
+    write_byte(p[1]);
+    int outcomes[2] = { 0, 0 };
+    for (int round = 0; round < 600; round++) {
+        looper l;
+        looper_start(&l);
+        _Atomic int start = 0;
+        quit_racer r = { .q = l.q, .start = &start, .fd = p[0] };
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, racing_add_main, &r), 0);
+        atomic_fetch_add(&start, 1);
+        while (atomic_load(&start) < 2)
+            ;
+        dq_quit(l.q);
+        pthread_join(t, NULL);
+        cr_assert(r.err == 0 || r.err == -ESHUTDOWN, "round %d: the add answered %d",
+                  round, r.err);
+        outcomes[r.err == 0]++;
+        looper_stop(&l);
+    }
+    cr_log_info("first_add_racing_the_quit: %d adds accepted, %d refused", outcomes[1],
+                outcomes[0]);
+    close(p[0]), close(p[1]);
+}
+
 /* ---- where and when listeners run --------------------------------------- */
 
 Test(fd, listener_runs_on_the_consumer_thread)
