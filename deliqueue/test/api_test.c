@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Every function of the contract, and every error path. */
 #include <pthread.h>
+#include <stdint.h>
 
 #include "test_util.h"
 
@@ -413,6 +414,58 @@ Test(api, ref_keeps_the_handle)
     dq_unref(extra);
     dq_msg m = msg_what(&target_a, 1);
     cr_assert_eq(dq_post(q, &m, NULL), -ESHUTDOWN);
+}
+
+/* References taken and dropped by many threads at once: each dq_ref
+   must count.  A lost one makes an unref find the count at zero early
+   and tear the queue down under the others (their posts then answer
+   -ESHUTDOWN, or touch freed memory); a decrement overwritten leaves the
+   queue alive after its last unref (dq_pool_stats still counts it). */
+#define REF_THREADS 4
+#define REF_ROUNDS  5000000
+
+static dq_queue *ref_shared;
+static _Atomic int ref_started;
+
+static void *ref_unref_main(void *arg)
+{
+    (void)arg;
+    dq_queue *shared = ref_shared;
+    dq_msg m = msg_what(&target_a, 1);
+    /* a spinning start: the loops overlap from their first round */
+    atomic_fetch_add(&ref_started, 1);
+    while (atomic_load(&ref_started) < REF_THREADS)
+        ;
+    for (int i = 0; i < REF_ROUNDS; i++) {
+        dq_queue *mine = dq_ref(shared);
+        int err = i % 1024 == 0 ? dq_post(mine, &m, NULL) : 0;
+        dq_unref(mine);
+        if (err != 0)
+            return (void *)(intptr_t)err;
+    }
+    return NULL;
+}
+
+Test(api, refs_from_many_threads_all_count)
+{
+    struct dq_pool_stats before, after;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    dq_queue *shared = dq_create(NULL);
+    cr_assert_not_null(shared);
+    ref_shared = shared;
+    pthread_t t[REF_THREADS];
+    for (int i = 0; i < REF_THREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, ref_unref_main, NULL), 0);
+    for (int i = 0; i < REF_THREADS; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        cr_assert_null(err, "a post answered %d: a reference was lost",
+                       (int)(intptr_t)err);
+    }
+    dq_unref(shared);
+    cr_assert_eq(dq_pool_stats(&after), 0);
+    cr_assert_eq(after.queues, before.queues,
+                 "the queue outlived its last reference (a release was lost)");
 }
 
 Test(api, atomics_and_clock)
