@@ -147,8 +147,11 @@ def write_doc(path, reasons_path, doc, gates, whats, ci):
     w("")
     w("## Kill rate")
     w("")
-    w("%d mutants; %d run, %d killed, %d survived (every survivor has a reason"
-      " below); %d not run yet." % (len(rows), len(ran), len(killed), len(survived), len(unrun)))
+    missing = sum(r.mutation not in reasons for r in survived)
+    said = ("every survivor has a reason below" if missing == 0 else
+            "%d without a reason yet, marked below" % missing)
+    w("%d mutants; %d run, %d killed, %d survived (%s); %d not run yet."
+      % (len(rows), len(ran), len(killed), len(survived), said, len(unrun)))
     if ran:
         w("Kill rate of those run: %.0f%%." % (100.0 * len(killed) / len(ran)))
     w("")
