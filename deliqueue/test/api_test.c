@@ -432,10 +432,7 @@ static void *ref_unref_main(void *arg)
     (void)arg;
     dq_queue *shared = ref_shared;
     dq_msg m = msg_what(&target_a, 1);
-    /* a spinning start: the loops overlap from their first round */
-    atomic_fetch_add(&ref_started, 1);
-    while (atomic_load(&ref_started) < REF_THREADS)
-        ;
+    spin_start(&ref_started, REF_THREADS); /* the loops overlap from the first */
     for (int i = 0; i < REF_ROUNDS; i++) {
         dq_queue *mine = dq_ref(shared);
         int err = i % 1024 == 0 ? dq_post(mine, &m, NULL) : 0;

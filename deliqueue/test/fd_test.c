@@ -267,9 +267,7 @@ typedef struct quit_racer {
 static void *racing_add_main(void *arg)
 {
     quit_racer *r = arg;
-    atomic_fetch_add(r->start, 1);
-    while (atomic_load(r->start) < 2)
-        ;
+    spin_start(r->start, 2);
     r->err = dq_add_fd_listener(r->q, r->fd, DQ_EVENT_INPUT, count_listener, &r->c);
     return NULL;
 }
@@ -287,9 +285,7 @@ Test(fd, first_add_racing_the_quit)
         quit_racer r = { .q = l.q, .start = &start, .fd = p[0] };
         pthread_t t;
         cr_assert_eq(pthread_create(&t, NULL, racing_add_main, &r), 0);
-        atomic_fetch_add(&start, 1);
-        while (atomic_load(&start) < 2)
-            ;
+        spin_start(&start, 2);
         dq_quit(l.q);
         pthread_join(t, NULL);
         cr_assert(r.err == 0 || r.err == -ESHUTDOWN, "round %d: the add answered %d",
@@ -461,10 +457,9 @@ Test(fd, wakers_race_the_first_listener_add)
 /* Two threads make the queue's first adds at once: each builds an fd
    state, one publishes it, and the other must drop its own and register
    in the winner's, or its listener would sit in an epoll set that no one
-   waits on.  The two adders live across rounds and start each round by
-   spinning on its number, so both run at once (a blocking barrier wakes
-   the first to arrive after the second has gone); the test's thread is
-   the consumer and runs the listeners. */
+   waits on.  The two adders live across rounds and start each round
+   together (spin_start); the test's thread is the consumer and runs the
+   listeners. */
 #define FIRST_ADD_ROUNDS 1000
 
 typedef struct first_adders {
@@ -487,10 +482,7 @@ static void *first_add_main(void *arg)
     for (int round = 1; round <= FIRST_ADD_ROUNDS; round++) {
         while (atomic_load(&all->round) < round)
             sched_yield();
-        atomic_fetch_add(&all->arrived, 1);
-        for (unsigned spin = 1; atomic_load(&all->arrived) < 2 * round; spin++)
-            if (spin % 1024 == 0)
-                sched_yield(); /* the other adder may be off the CPU */
+        spin_start(&all->arrived, 2 * round);
         all->err[a->i] =
             dq_add_fd_listener(atomic_load(&all->q), all->fd[a->i], DQ_EVENT_INPUT,
                                count_listener, &all->c[a->i]);

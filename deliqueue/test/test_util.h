@@ -5,6 +5,7 @@
 #define DELIQUEUE_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -73,6 +74,18 @@ static inline int32_t next_what(void)
     dq_msg out;
     int err = dq_try_next(q, &out);
     return err ? -1000000 + err : out.what;
+}
+
+/* A spinning start: arrive, then wait until *arrived reaches want, so
+   the threads that meet here leave within a few instructions of each
+   other (a blocking barrier wakes the first to arrive only after the last
+   has gone).  Yields now and then for a party that is off the CPU. */
+static inline void spin_start(_Atomic int *arrived, int want)
+{
+    atomic_fetch_add(arrived, 1);
+    for (unsigned spin = 1; atomic_load(arrived) < want; spin++)
+        if (spin % 1024 == 0)
+            sched_yield();
 }
 
 #define NOTHING_DUE (-1000000 - EAGAIN)
