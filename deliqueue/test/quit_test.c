@@ -564,3 +564,101 @@ Test(quit, posts_racing_quit_safely_are_delivered_not_trimmed)
         dq_unref(r);
     }
 }
+
+/* A short, varying wait after a spinning start, so that two racing calls
+   meet at every offset of each other's steps over the rounds. */
+static void spin_for(unsigned n)
+{
+    for (volatile unsigned i = 0; i < n; i++)
+        ;
+}
+
+struct delayed_quitter {
+    dq_queue *q;
+    _Atomic int *arrived;
+    unsigned delay;
+};
+static void *quit_at_start(void *arg)
+{
+    struct delayed_quitter *t = arg;
+    spin_start(t->arrived, 2);
+    spin_for(t->delay);
+    dq_quit(t->q);
+    return NULL;
+}
+
+/* dq_quit racing dq_quit_safely: whichever lands first, dq_quit's promise
+   holds once both return: nothing more is delivered, every message is
+   discarded once.  quit_safely raises the mode last, so a raise that is
+   not one atomic step could lower dq_quit's mode back to "safely" and let
+   the consumer deliver what is due. */
+Test(quit, quit_racing_quit_safely_delivers_nothing_after)
+{
+    enum { ROUNDS = 4000, DELAYS = 64 };
+    for (unsigned round = 0; round < ROUNDS; round++) {
+        dq_options o = recording_options();
+        atomic_store(&rec.discards, 0);
+        dq_queue *r = dq_create(&o);
+        cr_assert_not_null(r);
+        dq_msg m = msg_what(&target_a, 1);
+        cr_assert_eq(dq_post(r, &m, NULL), 0, "due now on the manual clock");
+        _Atomic int arrived = 0;
+        struct delayed_quitter t = { r, &arrived, round % DELAYS };
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, quit_at_start, &t), 0);
+        spin_start(&arrived, 2);
+        spin_for((round / DELAYS) % 8);
+        dq_quit_safely(r);
+        pthread_join(th, NULL);
+        dq_msg out;
+        cr_assert_eq(dq_next(r, &out), -ESHUTDOWN,
+                     "round %u: delivered after dq_quit returned", round);
+        cr_assert_eq(atomic_load(&rec.discards), 1);
+        dq_unref(r);
+    }
+}
+
+struct counter_user {
+    dq_queue *q;
+    _Atomic int *arrived;
+    _Atomic bool *stop;
+};
+static void *enter_and_leave(void *arg)
+{
+    struct counter_user *u = arg;
+    spin_start(u->arrived, 2);
+    while (!atomic_load_explicit(u->stop, memory_order_relaxed))
+        (void)dq_pending(u->q);
+    return NULL;
+}
+
+/* A walker entering while dq_quit shuts the users out: it is either
+   refused or counted, never lost, so the teardown waits for it and no
+   call after the teardown reaches the freed core.  A lost count shows as
+   a teardown that never ends (the count never returns to zero) or one
+   that frees the core under the walker (ASan, or a crash). */
+Test(quit, walkers_entering_during_quit_are_counted_or_refused, .timeout = 60)
+{
+    enum { ROUNDS = 2000, DELAYS = 64 };
+    for (unsigned round = 0; round < ROUNDS; round++) {
+        dq_options o = recording_options();
+        dq_queue *r = dq_create(&o);
+        cr_assert_not_null(r);
+        dq_msg m = msg_what(&target_a, 1);
+        cr_assert_eq(dq_post_delayed(r, &m, 1000, NULL), 0);
+        _Atomic int arrived = 0;
+        _Atomic bool stop = false;
+        struct counter_user u = { r, &arrived, &stop };
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, enter_and_leave, &u), 0);
+        spin_start(&arrived, 2);
+        spin_for(round % DELAYS);
+        dq_quit(r);
+        dq_msg out;
+        cr_assert_eq(dq_next(r, &out), -ESHUTDOWN);
+        atomic_store(&stop, true);
+        pthread_join(th, NULL);
+        cr_assert_eq(dq_pending(r), 0, "round %u: shut out after the teardown", round);
+        dq_unref(r);
+    }
+}
