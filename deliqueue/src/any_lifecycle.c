@@ -153,8 +153,12 @@ int dq_users_enter(dq_queue *q)
     do {
         if (u & DQ_USERS_QUIT)
             return -ESHUTDOWN;
-        /* acquire: nothing of the core is read before we are counted;
-           pairs with the teardown's release when it set the quit bit */
+        /* acquire: the core's reads stay after we are counted.  The
+           teardown does not rest on it: our leave's release, which its
+           acquire of the count at zero pairs with, orders every read of
+           ours before it frees the core; and a CAS that succeeds read a
+           count without the quit bit, so there is no teardown write to
+           acquire yet. */
     } while (!atomic_compare_exchange_weak_explicit(
         &q->users, &u, u + 1, memory_order_acquire, memory_order_relaxed));
     return 0;
@@ -254,7 +258,12 @@ void dq_quit(dq_queue *q)
         return;
     raise_quit_mode(q, DQ_QUIT_NOW);
     tag_top(q);
-    /* acq_rel: new removers and walkers back off from here on */
+    /* New removers and walkers back off from here on.  acq_rel is more
+       than the bit needs: a thread refused by it reads nothing this
+       thread wrote before (the mode and the tag are read through their
+       own seq_cst locations), nothing here uses the old count, and the
+       teardown, which waits on the count, orders itself with its own
+       fetch_or and its acquire of the count at zero. */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     dq_wake_consumer(q);
 }
