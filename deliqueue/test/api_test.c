@@ -314,6 +314,49 @@ Test(api, consumer_identity_is_not_inherited_by_later_threads)
     cr_assert_eq(dq_try_next(q, &out), -EPERM);
 }
 
+struct claimant {
+    dq_queue *q;
+    _Atomic int *arrived;
+    unsigned delay;
+    int err;
+};
+static void *claim_at_start(void *arg)
+{
+    struct claimant *c = arg;
+    spin_start(c->arrived, 2);
+    spin_for(c->delay);
+    dq_msg out;
+    c->err = dq_try_next(c->q, &out);
+    return NULL;
+}
+
+/* Two new threads ask for a new queue at once: each takes its first
+   looper id and claims the queue in the same instant, and exactly one
+   becomes the consumer.  Two ids handed out twice, or two claims that
+   both see the queue unclaimed, would make both consumers. */
+Test(api, racing_first_claims_make_one_consumer)
+{
+    enum { ROUNDS = 8000, DELAYS = 32 };
+    for (int round = 0; round < ROUNDS; round++) {
+        dq_queue *r = dq_create(NULL);
+        cr_assert_not_null(r);
+        _Atomic int arrived = 0;
+        unsigned delay = (unsigned)(round / 2) % DELAYS;
+        struct claimant c[2] = { { r, &arrived, round & 1 ? delay : 0, 1 },
+                                 { r, &arrived, round & 1 ? 0 : delay, 1 } };
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(pthread_create(&th[i], NULL, claim_at_start, &c[i]), 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        int won = (c[0].err == -EAGAIN) + (c[1].err == -EAGAIN);
+        int refused = (c[0].err == -EPERM) + (c[1].err == -EPERM);
+        cr_assert(won == 1 && refused == 1, "round %d: %d and %d", round, c[0].err,
+                  c[1].err);
+        dq_unref(r);
+    }
+}
+
 Test(api, next_until_times_out)
 {
     dq_test_clock_real();

@@ -565,14 +565,6 @@ Test(quit, posts_racing_quit_safely_are_delivered_not_trimmed)
     }
 }
 
-/* A short, varying wait after a spinning start, so that two racing calls
-   meet at every offset of each other's steps over the rounds. */
-static void spin_for(unsigned n)
-{
-    for (volatile unsigned i = 0; i < n; i++)
-        ;
-}
-
 struct delayed_quitter {
     dq_queue *q;
     _Atomic int *arrived;

@@ -88,6 +88,15 @@ static inline void spin_start(_Atomic int *arrived, int want)
             sched_yield();
 }
 
+/* A short wait after a spinning start.  The party that arrives last
+   leaves first, by about one cache-line transfer: racing calls that must
+   meet at every offset of each other's steps vary n over the rounds. */
+static inline void spin_for(unsigned n)
+{
+    for (volatile unsigned i = 0; i < n; i++)
+        ;
+}
+
 #define NOTHING_DUE (-1000000 - EAGAIN)
 
 #endif
