@@ -336,7 +336,7 @@ static void *claim_at_start(void *arg)
    both see the queue unclaimed, would make both consumers. */
 Test(api, racing_first_claims_make_one_consumer)
 {
-    enum { ROUNDS = 8000, DELAYS = 32 };
+    enum { ROUNDS = 16000, DELAYS = 128 };
     for (int round = 0; round < ROUNDS; round++) {
         dq_queue *r = dq_create(NULL);
         cr_assert_not_null(r);
