@@ -146,13 +146,6 @@ struct walker_run {
     int64_t until;
 };
 
-static int64_t real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void *walk_until(void *arg)
 {
     const struct walker_run *r = arg;

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/testing.h>
@@ -95,6 +96,15 @@ static inline void spin_for(unsigned n)
 {
     for (volatile unsigned i = 0; i < n; i++)
         ;
+}
+
+/* The monotonic clock in ns, whatever the library's clock is set to: for
+   a test's own time bounds. */
+static inline int64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 #define NOTHING_DUE (-1000000 - EAGAIN)
