@@ -6,6 +6,7 @@ token) and its mutation (a name that stays the same when the code moves:
 a rule's name, or the function, the token and its rewrite).
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -180,30 +181,105 @@ def sync_workspace(repo, ws, tree):
 
 Gate = namedtuple("Gate", "name bound args")
 
-GateResult = namedtuple("GateResult", "outcome seconds detail")  # pass|killed|timeout|build-error
+GateResult = namedtuple("GateResult", "outcome seconds detail")  # pass|same|killed|timeout|build-error
 
 FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED TO BUILD|FAILED|TIMEOUT|FLAKY)\b", re.M)
 
 
-def run_gate(ws, output_base, gate, log, resources):
-    """Runs one gate in ws; Bazel cancels cleanly on SIGINT at the bound."""
+def bazel(output_base, command, resources, args):
     # the server stays warm from gate to gate and mutant to mutant, and goes
     # away soon after the last (the machine is shared)
-    cmd = ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", "test"] + resources + [
-        # the first failing test ends the gate: a mutant that hangs costs
-        # one test's timeout, not every test's
-        "--nokeep_going", "--notest_keep_going",
-        "--nocache_test_results", "--test_output=errors",
-        # a mutant's objects are of no use to anyone else's build
-        "--noremote_upload_local_results",
-    ] + gate.args
+    return ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", command] + \
+        resources + [
+            # the first failing test ends the gate: a mutant that hangs costs
+            # one test's timeout, not every test's
+            "--nokeep_going", "--notest_keep_going",
+            "--nocache_test_results", "--test_output=errors",
+            # a mutant's objects are of no use to anyone else's build
+            "--noremote_upload_local_results",
+        ] + args
+
+
+def bounded(cmd, ws, bound, out):
+    """Runs cmd in ws for at most `bound` seconds; Bazel cancels cleanly on
+    SIGINT.  (exit status, seconds)"""
+    out.write("$ " + " ".join(cmd) + "\n")
+    out.flush()
+    start = time.monotonic()
+    rc = subprocess.call(["timeout", "-s", "INT", "--kill-after=60", str(max(1, int(bound)))] +
+                         cmd, cwd=ws, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL)
+    return rc, time.monotonic() - start
+
+
+# ---- identical code -------------------------------------------------------
+#
+# A mutant that compiles to the same object files as the pristine tree under
+# a gate's build links the same test binaries, so that gate's tests cannot
+# tell it from the pristine tree (a flaky test aside): running them would
+# only repeat the baseline.  Such a gate is recorded as "same" without
+# running its tests, and a mutant that is "same" under every gate is
+# equivalent at the machine level on every build the farm makes (the
+# trivial-compiler-equivalence check of the mutation-testing literature).
+# The comparison is over every object in the gate's configuration, so a
+# stale object, a header's reach and a file built twice (PIC and not) are
+# all covered.
+
+def object_digests(bin_dir):
+    """{path under bin_dir: sha256} of every object file Bazel built there."""
+    out = {}
+    for dirpath, _, filenames in os.walk(bin_dir):
+        for f in filenames:
+            if f.endswith(".o"):
+                full = os.path.join(dirpath, f)
+                h = hashlib.sha256()
+                with open(full, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(block)
+                out[os.path.relpath(full, bin_dir)] = h.hexdigest()
+    return out
+
+
+def gate_bin_dir(ws, output_base, gate, resources):
+    """Where the gate's configuration puts its outputs (bazel info bazel-bin)."""
+    configs = [a for a in gate.args if a.startswith("--config=")]
+    out = subprocess.check_output(
+        ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", "info"] + resources +
+        configs + ["bazel-bin"], cwd=ws, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return os.path.realpath(out.decode().strip())
+
+
+Pristine = namedtuple("Pristine", "bin_dir digests")
+
+
+def pristine_objects(ws, output_base, gate, log, resources):
+    """Builds the gate's targets in the pristine tree; a Pristine, or None
+    when the build fails (then the gate always runs its tests)."""
+    with open(log, "w") as out:
+        rc, _ = bounded(bazel(output_base, "build", resources, gate.args), ws, gate.bound, out)
+    if rc != 0:
+        return None
+    bin_dir = gate_bin_dir(ws, output_base, gate, resources)
+    return Pristine(bin_dir, object_digests(bin_dir))
+
+
+def run_gate(ws, output_base, gate, log, resources, pristine=None):
+    """Runs one gate in ws.  With the gate's Pristine objects, builds first
+    and answers "same" without running a test when no object differs."""
     start = time.monotonic()
     with open(log, "w") as out:
-        out.write("$ " + " ".join(cmd) + "\n")
-        out.flush()
-        rc = subprocess.call(["timeout", "-s", "INT", "--kill-after=60", str(gate.bound)] + cmd,
-                             cwd=ws, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL)
+        if pristine is not None:
+            rc, _ = bounded(bazel(output_base, "build", resources, gate.args), ws, gate.bound, out)
+            if rc == 0:
+                now = object_digests(pristine.bin_dir)
+                differ = sorted(p for p in set(now) | set(pristine.digests)
+                                if now.get(p) != pristine.digests.get(p))
+                out.write("objects that differ from the pristine tree's: %s\n"
+                          % (" ".join(differ) or "none"))
+                if not differ:
+                    return GateResult("same", time.monotonic() - start, "")
+        left = gate.bound - (time.monotonic() - start)
+        rc, _ = bounded(bazel(output_base, "test", resources, gate.args), ws, left, out)
     seconds = time.monotonic() - start
     with open(log, errors="replace") as f:
         text = f.read()

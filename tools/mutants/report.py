@@ -13,6 +13,10 @@ from collections import namedtuple, OrderedDict
 HEADER = ["site", "mutation", "verdict", "gate", "seconds", "reason"]
 Row = namedtuple("Row", HEADER)
 NOT_RUN = "not run"
+# A survivor whose every gate built byte-identical objects (tools/mutants/run
+# writes it, with the gates); a reason written by hand takes precedence.
+IDENTICAL_REASON = "equivalent: byte-identical object code in every gate's build (%s)"
+IDENTICAL_PREFIX = IDENTICAL_REASON.split("(")[0]
 
 
 def clean(s):
@@ -67,7 +71,8 @@ def merge(path, reasons_path, mutants, new_rows):
         if r.verdict == "build-error":
             r = r._replace(verdict=NOT_RUN, gate="", reason="does not compile: " + r.reason)
         if r.verdict == "survived":
-            r = r._replace(reason=reasons.get(m.mutation, "NO REASON YET"))
+            auto = r.reason if r.reason.startswith(IDENTICAL_PREFIX) else "NO REASON YET"
+            r = r._replace(reason=reasons.get(m.mutation, auto))
         out.append(Row(*(clean(x) for x in r)))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -133,6 +138,12 @@ def write_doc(path, reasons_path, doc, gates, whats, ci):
     w("the same way. Each run records what it ran in `results.tsv`; the rest stay")
     w("`not run` (listed at the end) until a run reaches them.")
     w("")
+    w("Before the first mutant, the tool builds every gate in the pristine tree")
+    w("and records a digest of each object file. A gate whose build the mutant")
+    w("leaves byte-identical would only rerun the pristine binaries, so its")
+    w("tests are skipped (`--run-identical` runs them). A mutant identical under")
+    w("every gate is equivalent in every build the farm makes, and says so.")
+    w("")
     w("A survivor's reason that speaks of the hardware (the same instructions,")
     w("or a reordering no target here performs) rests on")
     w("`tools/mutants/codegen MUTATION FILE`, which compiles the file with and")
@@ -153,7 +164,7 @@ def write_doc(path, reasons_path, doc, gates, whats, ci):
     w("")
     w("## Kill rate")
     w("")
-    missing = sum(r.mutation not in reasons for r in survived)
+    missing = sum(r.reason in ("", "NO REASON YET") for r in survived)
     said = ("every survivor has a reason below" if missing == 0 else
             "%d without a reason yet, marked below" % missing)
     w("%d mutants; %d run, %d killed, %d survived (%s); %d not run yet."
@@ -191,7 +202,7 @@ def write_doc(path, reasons_path, doc, gates, whats, ci):
         w("| --- | --- | --- |")
         for r in survived:
             w("| `%s` | `%s` | %s |" % (r.site, r.mutation,
-                                       reasons.get(r.mutation, "**NO REASON YET**")))
+                                       reasons.get(r.mutation) or r.reason or "**NO REASON YET**"))
     else:
         w("None.")
     w("")
