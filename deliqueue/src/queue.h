@@ -127,8 +127,11 @@ struct dq_queue {
 
 /* q's core, for a caller counted in by dq_users_enter, or on the
    consumer's thread: the teardown frees it only after both are gone, so
-   this is the live core.  acquire: pairs with the teardown's release store
-   of NULL, which only dq_unref can still see. */
+   this is the live core.  Such a caller reads the pointer atomic_init
+   stored before q was shared (the handoff of q orders the core's
+   initialisation) or, on the consumer's thread, the NULL that thread
+   stored; acquire is not needed for either, and pairs with the teardown's
+   release of NULL for any other reader. */
 static inline dq_core *dq_queue_core(dq_queue *q)
 {
     return atomic_load_explicit(&q->core, memory_order_acquire);

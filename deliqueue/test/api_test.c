@@ -527,6 +527,32 @@ Test(api, atomics_and_clock)
     cr_assert_leq(a1, a2);
 }
 
+/* The manual clock is shared by every thread of a test: advances from two
+   threads at once must add up, none lost to the other. */
+enum { CLOCK_ADVANCES = 1000000 };
+static _Atomic int clock_arrived;
+
+static void *clock_advance_main(void *arg)
+{
+    (void)arg;
+    spin_start(&clock_arrived, 2);
+    for (int i = 0; i < CLOCK_ADVANCES; i++)
+        dq_test_clock_advance(1);
+    return NULL;
+}
+
+Test(api, clock_advances_from_two_threads_add_up)
+{
+    dq_test_clock_set(7);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, clock_advance_main, NULL), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(dq_now(), 7 + 2 * (int64_t)CLOCK_ADVANCES,
+                 "an advance was lost: now %lld", (long long)dq_now());
+}
+
 static int loop_seen;
 static void loop_callback(dq_msg *m)
 {
