@@ -124,6 +124,8 @@ int dq_test_trace_to_fd(int fd)
         return -EBADF;
     pthread_mutex_lock(&open_lock);
     marker_path = "(test descriptor)";
+    /* relaxed: the caller installs the sink before the events it checks */
+    atomic_store_explicit(&failure_reported, 0, memory_order_relaxed);
     atomic_store_explicit(&marker_pid, (int)getpid(), memory_order_relaxed);
     atomic_store_explicit(&marker_fd, fd, memory_order_release);
     pthread_mutex_unlock(&open_lock);

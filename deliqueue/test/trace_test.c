@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -321,6 +322,80 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
     cr_assert_not_null(
         strstr(buf, "deliqueue: tracing: writing to (test descriptor) failed"));
     cr_assert_eq(strchr(buf, '\n'), buf + n - 1, "more than one line: %s", buf);
+}
+
+/* Two threads whose posts fail to write at once: one report between them,
+   decided by report_once's exchange.  Two threads run the rounds in
+   lockstep (spinning barriers); the first re-arms the report
+   (dq_test_trace_to_fd) before each round, and one or the other starts
+   late by a swept offset.  Bounded by rounds and by time (QEMU,
+   sanitizers). */
+#define FAIL_ROUNDS 200000
+#define FAIL_NS     3000000000LL
+static _Atomic int fail_phase, fail_rounds_run;
+static _Atomic bool fail_stop;
+static int fail_sink;
+
+static void fail_barrier(int target)
+{
+    atomic_fetch_add(&fail_phase, 1);
+    for (unsigned spin = 1; atomic_load(&fail_phase) < target; spin++)
+        if (spin % 1024 == 0)
+            sched_yield();
+}
+
+static void *failing_poster(void *arg)
+{
+    bool second = arg != NULL;
+    int64_t end = real_ns() + FAIL_NS;
+    for (int r = 0;; r++) {
+        if (!second) {
+            atomic_store(&fail_stop, r == FAIL_ROUNDS || real_ns() > end);
+            cr_assert_eq(dq_test_trace_to_fd(fail_sink), 0);
+        }
+        fail_barrier(4 * r + 2);
+        if (atomic_load(&fail_stop))
+            break;
+        /* either thread may be the later one: sweep both ways */
+        int offset = r % 128 - 64;
+        if (second ? offset > 0 : offset < 0)
+            spin_for((unsigned)abs(offset) * 4);
+        if (!second)
+            atomic_store(&fail_rounds_run, r + 1);
+        dq_msg m = msg_what(&target_a, 1);
+        cr_assert_eq(dq_post_at(q, &m, 1000000, NULL), 0);
+        fail_barrier(4 * r + 4);
+    }
+    return NULL;
+}
+
+Test(trace, unwritable_sink_failing_on_two_threads_is_reported_once)
+{
+    fail_sink = open("/dev/null", O_RDONLY);
+    cr_assert_geq(fail_sink, 0);
+    int err_sink = memfd_create("stderr", 0), saved = dup(2);
+    cr_assert_geq(err_sink, 0);
+    dup2(err_sink, 2);
+    /* one report alone, for its length */
+    cr_assert_eq(dq_test_trace_to_fd(fail_sink), 0);
+    cr_assert_eq(post_at(1, 1000000), 0);
+    off_t one = lseek(2, 0, SEEK_CUR);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, failing_poster, i ? &t[0] : NULL), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    off_t all = lseek(2, 0, SEEK_CUR);
+    dup2(saved, 2);
+    close(saved);
+    close(err_sink);
+    close(fail_sink);
+    int rounds = atomic_load(&fail_rounds_run);
+    cr_assert_gt(one, 0);
+    cr_assert_gt(rounds, 0);
+    cr_assert_eq(all, one * (rounds + 1),
+                 "%lld reports in %d rounds of two failing posts",
+                 (long long)(all / one - 1), rounds);
 }
 
 /* Producers, the consumer and renames at once (what TSan checks in its

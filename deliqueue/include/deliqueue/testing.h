@@ -29,7 +29,8 @@ void dq_test_clock_advance(int64_t delta_ns);
 void dq_test_clock_real(void);
 
 /* Write trace events to fd instead of tracefs trace_marker (the fd stays
-   the caller's).  0, or -EBADF for a negative fd. */
+   the caller's), and report the next failure to write on stderr again.
+   0, or -EBADF for a negative fd. */
 int dq_test_trace_to_fd(int fd);
 
 /* Points in the node pool's slow paths where a test may stall a thread,
