@@ -641,7 +641,9 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
     int err = dq_looper_claim(q);
     if (err)
         return err;
-    /* acquire: pairs with the teardown's release store of NULL */
+    /* The claimed consumer reads the core atomic_init stored before q was
+       shared, or the NULL its own teardown stored (dq_queue_core); acquire
+       pairs with the teardown's release for any other reader. */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
