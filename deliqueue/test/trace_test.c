@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -396,6 +397,58 @@ Test(trace, unwritable_sink_failing_on_two_threads_is_reported_once)
     cr_assert_eq(all, one * (rounds + 1),
                  "%lld reports in %d rounds of two failing posts",
                  (long long)(all / one - 1), rounds);
+}
+
+/* A sink installed while another thread posts: the poster that meets the
+   new descriptor writes whole lines to it.  Under TSan this checks that
+   meeting it orders the poster after the sink's creation (the descriptor
+   is published release, read acquire). */
+static _Atomic bool late_stop;
+static _Atomic int late_posts;
+
+static void *late_poster(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&late_stop)) {
+        dq_msg m = msg_what(&target_a, 7);
+        cr_assert_eq(dq_post_at(q, &m, 1000000, NULL), 0);
+        atomic_fetch_add(&late_posts, 1);
+    }
+    return NULL;
+}
+
+Test(trace, a_sink_installed_while_another_thread_posts)
+{
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, late_poster, NULL), 0);
+    while (atomic_load(&late_posts) < 100)
+        sched_yield();
+    /* open(), which TSan sees create the descriptor (memfd_create it
+       does not) */
+    const char *dir = getenv("TEST_TMPDIR");
+    int late = open(dir != NULL ? dir : ".", O_TMPFILE | O_RDWR | O_APPEND, 0600);
+    cr_assert_geq(late, 0);
+    cr_assert_eq(dq_test_trace_to_fd(late), 0);
+    int64_t end = real_ns() + 10000000000LL;
+    struct stat st;
+    do {
+        cr_assert_eq(fstat(late, &st), 0);
+        cr_assert_lt(real_ns(), end, "no event reached the new sink in 10 s");
+        sched_yield();
+    } while (st.st_size < 4096);
+    atomic_store(&late_stop, true);
+    pthread_join(t, NULL);
+    static char buf[1 << 20];
+    ssize_t n = pread(late, buf, sizeof(buf) - 1, 0);
+    cr_assert_gt(n, 0);
+    buf[n] = '\0';
+    close(late);
+    char line[64];
+    snprintf(line, sizeof(line), "I|%d|dq:ui post what=7 due=now", pid);
+    cr_assert_eq(buf[n - 1], '\n');
+    for (char *save, *l = strtok_r(buf, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save))
+        cr_assert_str_eq(l, line);
 }
 
 /* Producers, the consumer and renames at once (what TSan checks in its
