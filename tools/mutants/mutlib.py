@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import time
 from collections import namedtuple
@@ -214,29 +215,52 @@ def bounded(cmd, ws, bound, out):
 
 # ---- identical code -------------------------------------------------------
 #
-# A mutant that compiles to the same object files as the pristine tree under
-# a gate's build links the same test binaries, so that gate's tests cannot
-# tell it from the pristine tree (a flaky test aside): running them would
-# only repeat the baseline.  Such a gate is recorded as "same" without
-# running its tests, and a mutant that is "same" under every gate is
-# equivalent at the machine level on every build the farm makes (the
-# trivial-compiler-equivalence check of the mutation-testing literature).
-# The comparison is over every object in the gate's configuration, so a
-# stale object, a header's reach and a file built twice (PIC and not) are
-# all covered.
+# A mutant that compiles to the same object code as the pristine tree under
+# a gate's build links test binaries that run the same instructions, so
+# that gate's tests cannot tell it from the pristine tree (a flaky test
+# aside): running them would only repeat the baseline.  Such a gate is
+# recorded as "same" without running its tests, and a mutant that is
+# "same" under every gate is equivalent at the machine level on every
+# build the farm makes (the trivial-compiler-equivalence check of the
+# mutation-testing literature).  The comparison is over every object in
+# the gate's configuration, so a stale object, a header's reach and a file
+# built twice (PIC and not) are all covered; debug sections are left out.
+
+def code_digest(path):
+    """sha256 of an ELF object's sections, debug information left out
+    (clang's DWARF 5 line table carries an MD5 of each source file, so any
+    edit changes it; what runs does not depend on it).  Anything that is
+    not a 64-bit little-endian ELF file is hashed whole."""
+    with open(path, "rb") as f:
+        data = f.read()
+    h = hashlib.sha256()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        h.update(data)
+        return h.hexdigest()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = headers[shstrndx][4]
+    for name_off, kind, _flags, _addr, offset, size in headers:
+        end = data.index(b"\0", names_at + name_off)
+        name = data[names_at + name_off:end]
+        if name.startswith((b".debug", b".rela.debug", b".rel.debug")):
+            continue
+        h.update(name + b"\0" + struct.pack("<IQ", kind, size))
+        if kind != 8:  # SHT_NOBITS has no contents
+            h.update(data[offset:offset + size])
+    return h.hexdigest()
+
 
 def object_digests(bin_dir):
-    """{path under bin_dir: sha256} of every object file Bazel built there."""
+    """{path under bin_dir: code_digest} of every object file Bazel built
+    there."""
     out = {}
     for dirpath, _, filenames in os.walk(bin_dir):
         for f in filenames:
             if f.endswith(".o"):
                 full = os.path.join(dirpath, f)
-                h = hashlib.sha256()
-                with open(full, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(block)
-                out[os.path.relpath(full, bin_dir)] = h.hexdigest()
+                out[os.path.relpath(full, bin_dir)] = code_digest(full)
     return out
 
 
