@@ -275,6 +275,7 @@ int dq_backend_fd(dq_queue *q)
     int err = dq_looper_claim(q);
     if (err)
         return err;
+    /* acquire: as looper_next's read of the core */
     if (atomic_load_explicit(&q->core, memory_order_acquire) == NULL)
         return -ESHUTDOWN;
     dq_fd_state *fs = dq_fd_state_get(q, &err);
