@@ -150,8 +150,10 @@ int dq_set_name(dq_queue *q, const char *name)
     if (n == NULL)
         return -ENOMEM;
     memcpy(n->text, name, len + 1);
-    /* acq_rel: release publishes the text to the events that acquire the
-       name; acquire takes the older name whose list we keep */
+    /* release publishes the text to the events that acquire the name.
+       The older name is only linked here, never read: the list is walked
+       by dq_trace_names_free after the last reference, which dq_unref's
+       count orders, so the acquire half of acq_rel orders nothing today. */
     n->older = atomic_exchange_explicit(&q->trace_name, n, memory_order_acq_rel);
     return 0;
 }
