@@ -17,7 +17,9 @@
 
 static inline dq_node *dq_walk_first(dq_queue *q)
 {
-    /* acquire: pairs with the push CAS, so the node's payload is visible */
+    /* acquire: pairs with the push CAS.  What a walk reads of a node's
+       payload is ordered on its own, by dq_pending_message's acquire of
+       the state that the poster released after writing it. */
     return dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
 }
 
