@@ -327,7 +327,7 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
 
 /* Two threads whose posts fail to write at once: one report between them,
    decided by report_once's exchange.  Two threads run the rounds in
-   lockstep (spinning barriers); the first re-arms the report
+   lockstep (spin_start on one rising count); the first re-arms the report
    (dq_test_trace_to_fd) before each round, and one or the other starts
    late by a swept offset.  Bounded by rounds and by time (QEMU,
    sanitizers). */
@@ -336,14 +336,6 @@ Test(trace, an_unwritable_sink_is_reported_once_and_posts_succeed)
 static _Atomic int fail_phase, fail_rounds_run;
 static _Atomic bool fail_stop;
 static int fail_sink;
-
-static void fail_barrier(int target)
-{
-    atomic_fetch_add(&fail_phase, 1);
-    for (unsigned spin = 1; atomic_load(&fail_phase) < target; spin++)
-        if (spin % 1024 == 0)
-            sched_yield();
-}
 
 static void *failing_poster(void *arg)
 {
@@ -354,7 +346,7 @@ static void *failing_poster(void *arg)
             atomic_store(&fail_stop, r == FAIL_ROUNDS || real_ns() > end);
             cr_assert_eq(dq_test_trace_to_fd(fail_sink), 0);
         }
-        fail_barrier(4 * r + 2);
+        spin_start(&fail_phase, 4 * r + 2);
         if (atomic_load(&fail_stop))
             break;
         /* either thread may be the later one: sweep both ways */
@@ -365,7 +357,7 @@ static void *failing_poster(void *arg)
             atomic_store(&fail_rounds_run, r + 1);
         dq_msg m = msg_what(&target_a, 1);
         cr_assert_eq(dq_post_at(q, &m, 1000000, NULL), 0);
-        fail_barrier(4 * r + 4);
+        spin_start(&fail_phase, 4 * r + 4);
     }
     return NULL;
 }

@@ -187,11 +187,14 @@ GateResult = namedtuple("GateResult", "outcome seconds detail")  # pass|same|kil
 FAIL_LINE = re.compile(r"^(//\S+)\s+(FAILED TO BUILD|FAILED|TIMEOUT|FLAKY)\b", re.M)
 
 
-def bazel(output_base, command, resources, args):
+def bazel_startup(output_base):
     # the server stays warm from gate to gate and mutant to mutant, and goes
     # away soon after the last (the machine is shared)
-    return ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", command] + \
-        resources + [
+    return ["bazel", "--output_base=" + output_base, "--max_idle_secs=300"]
+
+
+def bazel(output_base, command, resources, args):
+    return bazel_startup(output_base) + [command] + resources + [
             # the first failing test ends the gate: a mutant that hangs costs
             # one test's timeout, not every test's
             "--nokeep_going", "--notest_keep_going",
@@ -268,8 +271,7 @@ def gate_bin_dir(ws, output_base, gate, resources):
     """Where the gate's configuration puts its outputs (bazel info bazel-bin)."""
     configs = [a for a in gate.args if a.startswith("--config=")]
     out = subprocess.check_output(
-        ["bazel", "--output_base=" + output_base, "--max_idle_secs=300", "info"] + resources +
-        configs + ["bazel-bin"], cwd=ws, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        bazel_startup(output_base) + ["info"] + resources + configs + ["bazel-bin"], cwd=ws, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     return os.path.realpath(out.decode().strip())
 
 

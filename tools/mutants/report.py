@@ -95,11 +95,11 @@ def kind(mutation):
     return "operator/boundary"
 
 
-def write_doc(path, reasons_path, doc, gates, whats, ci):
-    """whats: mutation -> the bug it plants, for the named rules; ci: the CI
+def write_doc(path, doc, gates, whats, ci):
+    """From results.tsv as merge left it (each survivor's reason filled in).
+    whats: mutation -> the bug it plants, for the named rules; ci: the CI
     sample's (mutation, gate, bazel arguments)."""
     rows = list(load(path).values())
-    reasons = load_reasons(reasons_path)
     ran = [r for r in rows if r.verdict in ("killed", "survived")]
     killed = [r for r in ran if r.verdict == "killed"]
     survived = [r for r in ran if r.verdict == "survived"]
@@ -202,7 +202,8 @@ def write_doc(path, reasons_path, doc, gates, whats, ci):
         w("| --- | --- | --- |")
         for r in survived:
             w("| `%s` | `%s` | %s |" % (r.site, r.mutation,
-                                       reasons.get(r.mutation) or r.reason or "**NO REASON YET**"))
+                                       "**NO REASON YET**" if r.reason in ("", "NO REASON YET")
+                                       else r.reason))
     else:
         w("None.")
     w("")
