@@ -152,7 +152,7 @@ static uint32_t never_listener(int fd, uint32_t events, void *ctx)
     return 0;
 }
 
-TestSuite(fd, .timeout = 60);
+TestSuite(fd, .fini = leak_check, .timeout = 60);
 
 /* ---- errors ------------------------------------------------------------ */
 

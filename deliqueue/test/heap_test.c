@@ -6,6 +6,11 @@
 
 #include <deliqueue_internal/heap.h>
 
+#include "leak_check.h"
+
+TestSuite(comparator, .fini = leak_check);
+TestSuite(heap, .fini = leak_check);
+
 typedef struct item {
     dq_heap_elem elem;
     dq_key key;

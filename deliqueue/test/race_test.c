@@ -98,6 +98,8 @@ static void *canceller(void *arg)
     return NULL;
 }
 
+TestSuite(race, .fini = leak_check);
+
 Test(race, producers_removers_cancellers_and_consumer)
 {
     reset_race_state();

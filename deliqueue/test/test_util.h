@@ -15,6 +15,8 @@
 #include <deliqueue/deliqueue.h>
 #include <deliqueue/testing.h>
 
+#include "leak_check.h"
+
 #define MAX_RECORDED 4096
 
 typedef struct recorder {
@@ -51,30 +53,12 @@ static inline void fixture_setup(void)
     cr_assert_not_null(q);
 }
 
-/* LeakSanitizer's report at exit comes after Criterion has recorded the
-   test's verdict, and does not change it, nor does an assertion in a
-   fixture's teardown: under ASan each teardown checks for leaks once the
-   queue is gone and aborts on one, which Criterion counts as a crash. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DQ_TEST_LEAK_CHECK 1
-#endif
-#endif
-#ifdef DQ_TEST_LEAK_CHECK
-#include <sanitizer/lsan_interface.h>
-#endif
-
 static inline void fixture_teardown(void)
 {
     dq_unref(q);
     q = NULL;
     dq_test_clock_real();
-#ifdef DQ_TEST_LEAK_CHECK
-    if (__lsan_do_recoverable_leak_check() != 0) {
-        fprintf(stderr, "LeakSanitizer found leaks (its report is above)\n");
-        abort();
-    }
-#endif
+    leak_check();
 }
 
 static inline dq_msg msg_what(const void *target, int32_t what)

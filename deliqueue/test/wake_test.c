@@ -122,7 +122,7 @@ static void check_wakes_behind_barrier(enum way way)
     }
 }
 
-TestSuite(wake);
+TestSuite(wake, .fini = leak_check);
 
 Test(wake, front_post_behind_a_barrier)
 {
