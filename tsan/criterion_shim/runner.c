@@ -64,6 +64,9 @@ int main(void)
         void (*fini)(void) = t->extra.fini ? t->extra.fini : s ? s->extra.fini : NULL;
         tested++;
         test_failed = false;
+        /* as Criterion's verbose log: a binary killed at its timeout names
+           the test it was in */
+        fprintf(stderr, "[RUN ] %s::%s\n", t->suite, t->name);
         if (setjmp(test_exit) == 0) {
             if (init)
                 init();
