@@ -271,7 +271,8 @@ def gate_bin_dir(ws, output_base, gate, resources):
     """Where the gate's configuration puts its outputs (bazel info bazel-bin)."""
     configs = [a for a in gate.args if a.startswith("--config=")]
     out = subprocess.check_output(
-        bazel_startup(output_base) + ["info"] + resources + configs + ["bazel-bin"], cwd=ws, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        bazel_startup(output_base) + ["info"] + resources + configs + ["bazel-bin"],
+        cwd=ws, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     return os.path.realpath(out.decode().strip())
 
 

@@ -17,6 +17,12 @@ NOT_RUN = "not run"
 # writes it, with the gates); a reason written by hand takes precedence.
 IDENTICAL_REASON = "equivalent: byte-identical object code in every gate's build (%s)"
 IDENTICAL_PREFIX = IDENTICAL_REASON.split("(")[0]
+# A survivor's reason until reasons.tsv gives one.
+NO_REASON = "NO REASON YET"
+
+
+def has_reason(row):
+    return row.reason not in ("", NO_REASON)
 
 
 def clean(s):
@@ -71,7 +77,7 @@ def merge(path, reasons_path, mutants, new_rows):
         if r.verdict == "build-error":
             r = r._replace(verdict=NOT_RUN, gate="", reason="does not compile: " + r.reason)
         if r.verdict == "survived":
-            auto = r.reason if r.reason.startswith(IDENTICAL_PREFIX) else "NO REASON YET"
+            auto = r.reason if r.reason.startswith(IDENTICAL_PREFIX) else NO_REASON
             r = r._replace(reason=reasons.get(m.mutation, auto))
         out.append(Row(*(clean(x) for x in r)))
     tmp = path + ".tmp"
@@ -164,7 +170,7 @@ def write_doc(path, doc, gates, whats, ci):
     w("")
     w("## Kill rate")
     w("")
-    missing = sum(r.reason in ("", "NO REASON YET") for r in survived)
+    missing = sum(not has_reason(r) for r in survived)
     said = ("every survivor has a reason below" if missing == 0 else
             "%d without a reason yet, marked below" % missing)
     w("%d mutants; %d run, %d killed, %d survived (%s); %d not run yet."
@@ -202,8 +208,7 @@ def write_doc(path, doc, gates, whats, ci):
         w("| --- | --- | --- |")
         for r in survived:
             w("| `%s` | `%s` | %s |" % (r.site, r.mutation,
-                                       "**NO REASON YET**" if r.reason in ("", "NO REASON YET")
-                                       else r.reason))
+                                       r.reason if has_reason(r) else "**%s**" % NO_REASON))
     else:
         w("None.")
     w("")
