@@ -474,6 +474,76 @@ Test(pool, no_post_waits_for_a_parked_stats_reader, .timeout = 30)
     cr_assert_eq(s.threads, before.threads);
 }
 
+/* Two dq_pool_stats readers count themselves in and out of every
+   registry slot without pause while threads come and go through two
+   slots: each owner's registration and exit change the same state word
+   as the readers' counts.  Every change must be one atomic step: a
+   reader's count that an owner's write wipes out, or brings back after
+   the reader left, leaves a slot whose next owner waits at its exit for
+   readers that never leave, or a slot counted live with no thread behind
+   it. */
+static _Atomic bool racers_stop;
+
+static void *read_stats_until_stopped(void *arg)
+{
+    (void)arg;
+    struct dq_pool_stats s;
+    long reads = 0;
+    while (!atomic_load_explicit(&racers_stop, memory_order_relaxed)) {
+        if (dq_pool_stats(&s) != 0)
+            return (void *)-1;
+        reads++;
+    }
+    return (void *)reads;
+}
+
+/* Threads, one after another, each posting once to q and exiting, until
+   stopped: how many, or -1 if one failed. */
+static void *come_and_go_until_stopped(void *arg)
+{
+    long threads = 0;
+    while (!atomic_load_explicit(&racers_stop, memory_order_relaxed)) {
+        pthread_t th;
+        void *ret;
+        if (pthread_create(&th, NULL, post_once_and_exit, arg) != 0 ||
+            pthread_join(th, &ret) != 0 || ret != NULL)
+            return (void *)-1;
+        threads++;
+    }
+    return (void *)threads;
+}
+
+Test(pool, stats_readers_racing_thread_exits_leave_every_slot_whole, .timeout = 30)
+{
+    enum { READERS = 2, COMERS = 2 };
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(q, &m, NULL), 0);
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    pthread_t th[READERS + COMERS];
+    for (int i = 0; i < READERS + COMERS; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL,
+                                    i < READERS ? read_stats_until_stopped
+                                                : come_and_go_until_stopped,
+                                    q),
+                     0);
+    struct timespec pause = { 1, 500000000 };
+    nanosleep(&pause, NULL);
+    atomic_store(&racers_stop, true);
+    long threads = 0;
+    for (int i = 0; i < READERS + COMERS; i++) {
+        void *n;
+        cr_assert_eq(pthread_join(th[i], &n), 0);
+        cr_assert_gt((intptr_t)n, 0, "racer %d failed or never ran", i);
+        if (i >= READERS)
+            threads += (intptr_t)n;
+    }
+    cr_assert_eq(drain(), 1 + threads);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.threads, before.threads, "%ld threads came and went", threads);
+}
+
 /* Threads that grow the pool at the same moment each make a chunk: the
    pool may exceed its need by one chunk per concurrent grower, no more,
    and every node is accounted for. */
