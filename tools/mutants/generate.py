@@ -15,7 +15,8 @@ arch/ (not tests, not the legacy model, not probes).  Generated:
   fences         every atomic_thread_fence / atomic_signal_fence removed
   atomicity      every CAS made a plain load, compare and store, every
                  exchange and fetch_op a load and a store (the orders split:
-                 acquire on the load, release on the store)
+                 acquire on the load, release on the store), yielding the
+                 CPU between them (SPLIT_WINDOW)
   operators      in the heap (heap.h), the sweep (functions of looper*.c
                  whose name holds "sweep") and the pool (pool.c, pool.h):
                  each < <= > >= moved across its boundary, each logical !
@@ -51,6 +52,12 @@ STRENGTH = {"relaxed": 0, "consume": 1, "acquire": 1, "release": 1, "acq_rel": 2
 # the strongest failure order a success order allows
 FAIL_CAP = {"relaxed": "relaxed", "consume": "consume", "acquire": "acquire",
             "release": "relaxed", "acq_rel": "acquire", "seq_cst": "seq_cst"}
+# A split read-modify-write gives the CPU away between its load and its
+# store: a schedule the split allows anyway (a thread can be preempted at
+# any instruction), made likely, so that a racing thread's write lands in
+# the window and is lost, as it would be on a loaded machine.  Declared at
+# block scope so that the rewrite needs no include.
+SPLIT_WINDOW = "{ extern int sched_yield(void); sched_yield(); }"
 # a read-modify-write's order split into its load's and its store's
 SPLIT = {"seq_cst": ("seq_cst", "seq_cst"), "acq_rel": ("acquire", "release"),
          "acquire": ("acquire", "relaxed"), "consume": ("acquire", "relaxed"),
@@ -268,9 +275,9 @@ def gen_file(g, path, text):
                 repl = ("({ __auto_type dq_mut_p = (%s); __auto_type dq_mut_e = (%s);"
                         " __auto_type dq_mut_v = atomic_load_explicit(dq_mut_p, memory_order_%s);"
                         " _Bool dq_mut_ok = dq_mut_v == *dq_mut_e;"
-                        " if (dq_mut_ok) atomic_store_explicit(dq_mut_p, (%s), memory_order_%s);"
+                        " if (dq_mut_ok) { %s atomic_store_explicit(dq_mut_p, (%s), memory_order_%s); }"
                         " else *dq_mut_e = dq_mut_v; dq_mut_ok; })"
-                        % (a[0], a[1], lo, a[2], sto))
+                        % (a[0], a[1], lo, SPLIT_WINDOW, a[2], sto))
                 g.add(path, text, func, "CAS -> load+store", a[0], s, end, repl, tok)
             elif tok in RMW_FUNCS and len(a) == 3:
                 so = order_of(text, toks, args[2], macros) or "seq_cst"
@@ -280,8 +287,8 @@ def gen_file(g, path, text):
                     "dq_mut_v %s (%s)" % (FETCH_OPS[verb[6:]], a[1])
                 repl = ("({ __auto_type dq_mut_p = (%s);"
                         " __auto_type dq_mut_v = atomic_load_explicit(dq_mut_p, memory_order_%s);"
-                        " atomic_store_explicit(dq_mut_p, %s, memory_order_%s); dq_mut_v; })"
-                        % (a[0], lo, new, sto))
+                        " %s atomic_store_explicit(dq_mut_p, %s, memory_order_%s); dq_mut_v; })"
+                        % (a[0], lo, SPLIT_WINDOW, new, sto))
                 g.add(path, text, func, "%s -> load+store" % verb, a[0], s, end, repl, tok)
             continue
         # -- operators (heap, sweep, pool) ---------------------------------
