@@ -583,6 +583,17 @@ Test(pool, concurrent_growers_add_at_most_a_chunk_each, .timeout = 30)
     uint64_t made = s.nodes_total - before.nodes_total;
     cr_assert_leq(made, need + GROWERS * 4096, "%llu nodes made for %d posts",
                   (unsigned long long)made, GROWERS * 5000);
+    /* Chunks are carved four to a 2 MiB slab (mapped with a page of
+       free-map words), and a new slab is installed only when the current
+       one is full: a grower that loses the race to install one unmaps its
+       own, so no slab is left behind partly carved. */
+    uint64_t slab = (UINT64_C(2) << 20) + (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t slabs = (made / 4096 + 3) / 4;
+    cr_assert_leq(s.reserved_bytes - before.reserved_bytes, slabs * slab,
+                  "%llu chunks made took %llu bytes, more than %llu slabs",
+                  (unsigned long long)(made / 4096),
+                  (unsigned long long)(s.reserved_bytes - before.reserved_bytes),
+                  (unsigned long long)slabs);
 }
 
 /* A fork while dq_pool_stats is counted into this thread's registry slot:
