@@ -15,8 +15,8 @@ arch/ (not tests, not the legacy model, not probes).  Generated:
   fences         every atomic_thread_fence / atomic_signal_fence removed
   atomicity      every CAS made a plain load, compare and store, every
                  exchange and fetch_op a load and a store (the orders split:
-                 acquire on the load, release on the store), yielding the
-                 CPU between them (SPLIT_WINDOW)
+                 acquire on the load, release on the store), a CAS or
+                 fetch_op yielding the CPU between them (SPLIT_WINDOW)
   operators      in the heap (heap.h), the sweep (functions of looper*.c
                  whose name holds "sweep") and the pool (pool.c, pool.h):
                  each < <= > >= moved across its boundary, each logical !
@@ -56,7 +56,10 @@ FAIL_CAP = {"relaxed": "relaxed", "consume": "consume", "acquire": "acquire",
 # store: a schedule the split allows anyway (a thread can be preempted at
 # any instruction), made likely, so that a racing thread's write lands in
 # the window and is lost, as it would be on a loaded machine.  Declared at
-# block scope so that the rewrite needs no include.
+# block scope so that the rewrite needs no include.  Not in an exchange's
+# split: its store does not depend on its load, and a yield there lets a
+# racing thread finish before the store, which hides the store-then-load
+# reordering a Dekker pair's exchange guards against (looper_publish_sleep).
 SPLIT_WINDOW = "{ extern int sched_yield(void); sched_yield(); }"
 # a read-modify-write's order split into its load's and its store's
 SPLIT = {"seq_cst": ("seq_cst", "seq_cst"), "acq_rel": ("acquire", "release"),
@@ -285,10 +288,11 @@ def gen_file(g, path, text):
                 verb = tok[7:-9]
                 new = "(%s)" % a[1] if verb == "exchange" else \
                     "dq_mut_v %s (%s)" % (FETCH_OPS[verb[6:]], a[1])
+                window = "" if verb == "exchange" else SPLIT_WINDOW
                 repl = ("({ __auto_type dq_mut_p = (%s);"
                         " __auto_type dq_mut_v = atomic_load_explicit(dq_mut_p, memory_order_%s);"
                         " %s atomic_store_explicit(dq_mut_p, %s, memory_order_%s); dq_mut_v; })"
-                        % (a[0], lo, SPLIT_WINDOW, new, sto))
+                        % (a[0], lo, window, new, sto))
                 g.add(path, text, func, "%s -> load+store" % verb, a[0], s, end, repl, tok)
             continue
         # -- operators (heap, sweep, pool) ---------------------------------
