@@ -151,6 +151,7 @@ def write_doc(path, doc, gates, whats, ci):
     w("leaves byte-identical would only rerun the pristine binaries, so its")
     w("tests are skipped (`--run-identical` runs them). A mutant identical under")
     w("every gate is equivalent in every build the farm makes, and says so.")
+    w("If the pristine tree does not build, the run stops before any mutant.")
     w("")
     w("A survivor's reason that speaks of the hardware (the same instructions,")
     w("or a reordering no target here performs) rests on")
