@@ -9,6 +9,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -396,6 +397,160 @@ static void empty_the_free_map(void)
         for (uint64_t i = 0; i < s.nodes_free; i++)
             cr_assert_eq(dq_post(q, &m, NULL), 0);
     }
+}
+
+/* A claim takes the free map's first non-empty word and the rest of its
+   cache line (8 words of 64 nodes), then whole lines while it holds less
+   than a magazine (64 nodes) and its stash (32 words, four lines) has
+   room for one more line.  The tests below give back the lowest nodes of
+   line-aligned words that sq holds whole, and nothing else, so that a
+   new thread's first claim starts at the first of them. */
+enum { WORD = 64, LINE = 8 };
+
+struct sparse_map {
+    dq_queue *sq;
+    uint32_t first;  /* the first word given back */
+    uint64_t cached; /* nodes_cached then */
+};
+
+/* Give back the lowest per_word nodes of each of `words` consecutive
+   words from a line's start; the free map then holds them alone. */
+static struct sparse_map give_back_sparse(int words, int per_word)
+{
+    enum { N = 2 * 4096, MAP_WORDS = 1 << 16 };
+    static dq_token tok[N];
+    static uint8_t ours[MAP_WORDS];
+    memset(ours, 0, sizeof(ours));
+    struct sparse_map sm = { .sq = dq_create(NULL) };
+    cr_assert_not_null(sm.sq);
+    dq_msg m = msg_what(&target_a, 1), out;
+    empty_the_free_map();
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(dq_post_delayed(sm.sq, &m, 1000000000, &tok[i]), 0);
+        cr_assert_lt(index_of(tok[i]) / WORD, MAP_WORDS);
+        ours[index_of(tok[i]) / WORD]++;
+    }
+    empty_the_free_map();
+    int run = 0;
+    for (uint32_t w = 0; w < MAP_WORDS && run < words; w++) {
+        run = ours[w] == WORD && (run > 0 || w % LINE == 0) ? run + 1 : 0;
+        sm.first = run == 1 ? w : sm.first;
+    }
+    cr_assert_eq(run, words, "%d posts hold no %d whole line-aligned words", N, words);
+    int outside = -1;
+    for (int i = 0; i < N; i++) {
+        uint32_t idx = index_of(tok[i]);
+        if (idx / WORD < sm.first || idx / WORD >= sm.first + (uint32_t)words)
+            outside = i;
+        else if (idx % WORD < (uint32_t)per_word)
+            cr_assert_eq(dq_cancel(sm.sq, tok[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) /* idle steps end the grace periods */
+        cr_assert_eq(dq_try_next(sm.sq, &out), -EAGAIN);
+    /* the looper keeps its last give-back's word batched: a node of
+       another word, retired after them, moves it on */
+    cr_assert_geq(outside, 0);
+    cr_assert_eq(dq_cancel(sm.sq, tok[outside]), 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(dq_try_next(sm.sq, &out), -EAGAIN);
+    struct dq_pool_stats s;
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.nodes_free, (uint64_t)words * per_word, "%llu nodes given back",
+                 (unsigned long long)s.nodes_free);
+    sm.cached = s.nodes_cached;
+    return sm;
+}
+
+/* A thread that posts `count` messages to q, pausing after the first
+   until told to go on, so that its cache can be counted. */
+struct paused_poster {
+    dq_queue *q;
+    int count;
+    uint32_t indices[32];
+    sem_t first_posted, go_on;
+    pthread_t thread;
+};
+
+static void *post_pausing_after_one(void *arg)
+{
+    struct paused_poster *p = arg;
+    dq_msg m = msg_what(&target_b, 7);
+    for (int i = 0; i < p->count; i++) {
+        dq_token t;
+        if (dq_post_delayed(p->q, &m, 1000000000, &t) != 0)
+            return (void *)1;
+        p->indices[i] = index_of(t);
+        if (i == 0) {
+            sem_post(&p->first_posted);
+            while (sem_wait(&p->go_on) != 0)
+                ;
+        }
+    }
+    return NULL;
+}
+
+/* Start p's thread and return the stats once its first post is made. */
+static struct dq_pool_stats paused_poster_start(struct paused_poster *p)
+{
+    cr_assert_eq(sem_init(&p->first_posted, 0, 0), 0);
+    cr_assert_eq(sem_init(&p->go_on, 0, 0), 0);
+    cr_assert_eq(pthread_create(&p->thread, NULL, post_pausing_after_one, p), 0);
+    while (sem_wait(&p->first_posted) != 0)
+        ;
+    struct dq_pool_stats s;
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    return s;
+}
+
+static void paused_poster_finish(struct paused_poster *p)
+{
+    sem_post(&p->go_on);
+    void *ret;
+    cr_assert_eq(pthread_join(p->thread, &ret), 0);
+    cr_assert_null(ret, "a post failed");
+    sem_destroy(&p->first_posted);
+    sem_destroy(&p->go_on);
+}
+
+/* One free node in each of 40 words: the claim takes four lines, 32
+   words, as many as its stash holds; the first post leaves 31 nodes in
+   the thread's cache and 8 in the map, and 32 posts take the 32 nodes in
+   address order. */
+Test(pool, a_sparse_claim_takes_four_lines_into_its_stash, .timeout = 30)
+{
+    enum { WORDS = 40 };
+    struct sparse_map sm = give_back_sparse(WORDS, 1);
+    struct paused_poster p = { .q = sm.sq, .count = 32 };
+    struct dq_pool_stats s = paused_poster_start(&p);
+    cr_assert_eq(s.nodes_free, WORDS - 32, "the claim left %llu of %d words",
+                 (unsigned long long)s.nodes_free, WORDS);
+    cr_assert_eq(s.nodes_cached, sm.cached + 31, "cached %llu, was %llu",
+                 (unsigned long long)s.nodes_cached, (unsigned long long)sm.cached);
+    paused_poster_finish(&p);
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(p.indices[i], (sm.first + (uint32_t)i) * WORD,
+                     "post %d took node %u, not the first node of word %u", i,
+                     p.indices[i], sm.first + (uint32_t)i);
+    dq_unref(sm.sq);
+}
+
+/* Eight free nodes in each of 16 words: the first line holds a magazine's
+   worth, so the claim takes that line alone and the next stays in the
+   map. */
+Test(pool, a_claim_stops_at_a_magazine_of_nodes, .timeout = 30)
+{
+    enum { WORDS = 16, EACH = 8 };
+    struct sparse_map sm = give_back_sparse(WORDS, EACH);
+    struct paused_poster p = { .q = sm.sq, .count = 1 };
+    struct dq_pool_stats s = paused_poster_start(&p);
+    cr_assert_eq(s.nodes_free, (WORDS - LINE) * EACH, "the claim left %llu of %d nodes",
+                 (unsigned long long)s.nodes_free, WORDS * EACH);
+    cr_assert_eq(s.nodes_cached, sm.cached + LINE * EACH - 1, "cached %llu, was %llu",
+                 (unsigned long long)s.nodes_cached, (unsigned long long)sm.cached);
+    paused_poster_finish(&p);
+    cr_assert_eq(p.indices[0], sm.first * WORD);
+    dq_unref(sm.sq);
 }
 
 /* A post that must grow the pool is parked there (point); this thread's
