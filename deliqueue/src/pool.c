@@ -120,8 +120,19 @@ static void pool_point(int point)
     if (fn != NULL)
         fn(point);
 }
+static bool (*_Atomic fault_hook)(int step);
+void dq_test_pool_fault(bool (*fn)(int step))
+{
+    atomic_store(&fault_hook, fn);
+}
+static bool pool_fault(int step)
+{
+    bool (*fn)(int) = atomic_load(&fault_hook);
+    return fn != NULL && fn(step);
+}
 #else
 #define pool_point(point) ((void)0)
+#define pool_fault(step)  false
 #endif
 
 dq_node *dq_pool_node(uint32_t index)
@@ -404,7 +415,8 @@ static int cache_register(void)
     /* any non-NULL value makes the destructor run at thread exit; without
        it the slot would outlive the thread's cache (ENOMEM: glibc
        allocates for keys past its first 32) */
-    if (pthread_setspecific(cache_key, &dq_pool_cache) != 0) {
+    if (pool_fault(DQ_TEST_POOL_SET_KEY) ||
+        pthread_setspecific(cache_key, &dq_pool_cache) != 0) {
         /* release: as cache_release's */
         atomic_fetch_and_explicit(&slot->state, ~SLOT_TAKEN, memory_order_release);
         return -1;
@@ -432,6 +444,8 @@ static size_t slab_mapped_bytes(void)
    past it; 0: out of memory. */
 static uintptr_t slab_map(void)
 {
+    if (pool_fault(DQ_TEST_POOL_MAP_SLAB))
+        return 0;
     size_t keep = slab_mapped_bytes(), len = SLAB_BYTES + keep;
     char *p =
         mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

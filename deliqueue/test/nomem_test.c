@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The looper out of heap memory: realloc fails (this binary links with
-   --wrap=realloc), the step reports -ENOMEM, and nothing is lost, torn or
+/* The library out of memory: a looper step whose heap cannot grow (this
+   binary links with --wrap=realloc), a post whose pool cannot map a slab,
+   a thread's first post that cannot register its cache (the pool's fault
+   hook).  Each reports -ENOMEM, and nothing is lost, torn, leaked or
    recycled while still reachable. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -23,7 +26,31 @@ void *__wrap_realloc(void *p, size_t n)
     return __real_realloc(p, n);
 }
 
-TestSuite(nomem, .init = fixture_setup, .fini = fixture_teardown, .timeout = 10);
+/* While set on a thread, the pool's slab mapping there fails, and so
+   does the pthread_setspecific of its first post (ENOMEM: glibc allocates
+   for a process's keys past its first 32). */
+static _Thread_local bool slab_fails, key_fails;
+
+static bool pool_fails_here(int step)
+{
+    return step == DQ_TEST_POOL_MAP_SLAB  ? slab_fails
+           : step == DQ_TEST_POOL_SET_KEY ? key_fails
+                                          : false;
+}
+
+static void nomem_setup(void)
+{
+    fixture_setup();
+    dq_test_pool_fault(pool_fails_here);
+}
+
+static void nomem_teardown(void)
+{
+    dq_test_pool_fault(NULL);
+    fixture_teardown();
+}
+
+TestSuite(nomem, .init = nomem_setup, .fini = nomem_teardown, .timeout = 30);
 
 /* Deliver everything due; returns how many, failing on a repeat. */
 static size_t drain(bool *seen, size_t nseen)
@@ -170,4 +197,197 @@ Test(nomem, step_without_heap_room_reports_enomem_and_loses_nothing)
     dq_test_clock_set(t + 10 + FILL + 1);
     cr_assert_eq(drain(seen, FILL + 1 + LATER), FILL + LATER);
     cr_assert_eq(atomic_load(&rec.discards), 0);
+}
+
+/* ---- the node pool ----------------------------------------------------- */
+
+static uint32_t index_of(dq_token t)
+{
+    return (uint32_t)(t & ((UINT64_C(1) << 28) - 1));
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* Once every queue is torn down and every other thread has exited, each
+   node the pool made is free or in this thread's cache. */
+static void check_every_node_back(void)
+{
+    struct dq_pool_stats s;
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.nodes_in_use, 0,
+                 "free %llu + cached %llu + limbo %llu of %llu nodes made",
+                 (unsigned long long)s.nodes_free, (unsigned long long)s.nodes_cached,
+                 (unsigned long long)s.nodes_limbo, (unsigned long long)s.nodes_total);
+    cr_assert_eq(s.nodes_free + s.nodes_cached + s.nodes_limbo, s.nodes_total);
+}
+
+/* A post that needs a new slab and cannot map one fails with -ENOMEM and
+   changes nothing: the chunk index its grow took is given back, so the
+   next grow, once memory is back, makes that chunk and hands out its
+   first node. */
+Test(nomem, a_post_without_a_slab_fails_and_gives_its_chunk_back)
+{
+    dq_queue *sq = dq_create(NULL);
+    cr_assert_not_null(sq);
+    dq_msg m = msg_what(&target_a, 1);
+    cr_assert_eq(dq_post(sq, &m, NULL), 0, "registered, with memory");
+    slab_fails = true;
+    int err = 0;
+    long posts = 0;
+    while (posts < 64 * 4096 && (err = dq_post(sq, &m, NULL)) == 0)
+        posts++;
+    cr_assert_eq(err, -ENOMEM, "%ld posts, and no slab was needed", posts);
+    struct dq_pool_stats before, after;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    cr_assert_eq(dq_post(sq, &m, NULL), -ENOMEM, "still no memory");
+    cr_assert_eq(dq_pool_stats(&after), 0);
+    cr_assert_eq(after.nodes_total, before.nodes_total);
+    cr_assert_eq(after.reserved_bytes, before.reserved_bytes);
+    slab_fails = false;
+    dq_token tok;
+    cr_assert_eq(dq_post(sq, &m, &tok), 0);
+    cr_assert_eq(index_of(tok), before.nodes_total,
+                 "the post took node %u, not the next chunk's first, %llu",
+                 index_of(tok), (unsigned long long)before.nodes_total);
+    dq_unref(sq);
+    check_every_node_back();
+}
+
+/* Two threads post without pause, each to its own queue: one can map no
+   slab, the other can.  The first fails each time the current slab is
+   used up, and gives its chunk index back while the second takes the
+   next one and maps the new slab; neither may lose the other's chunk. */
+struct grower {
+    dq_queue *q;
+    bool no_slabs;
+    _Atomic long posts, refused;
+    pthread_t thread;
+};
+static _Atomic bool growers_stop;
+
+static void *post_until_stopped(void *arg)
+{
+    struct grower *g = arg;
+    dq_msg m = msg_what(&target_a, 1);
+    if (dq_post(g->q, &m, NULL) != 0)
+        return (void *)1;
+    slab_fails = g->no_slabs;
+    while (!atomic_load_explicit(&growers_stop, memory_order_relaxed)) {
+        int err = dq_post(g->q, &m, NULL);
+        if (err == 0)
+            atomic_fetch_add_explicit(&g->posts, 1, memory_order_relaxed);
+        else if (err == -ENOMEM && g->no_slabs)
+            atomic_fetch_add_explicit(&g->refused, 1, memory_order_relaxed);
+        else
+            return (void *)(intptr_t)err;
+    }
+    return NULL;
+}
+
+Test(nomem, a_grow_without_a_slab_racing_one_with_loses_no_chunk)
+{
+    struct grower g[2] = { { .no_slabs = true }, { .no_slabs = false } };
+    for (int i = 0; i < 2; i++) {
+        g[i].q = dq_create(NULL);
+        cr_assert_not_null(g[i].q);
+    }
+    atomic_store(&growers_stop, false);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&g[i].thread, NULL, post_until_stopped, &g[i]), 0);
+    /* 16 slabs' worth of posts, each slab used up a chance for the race */
+    while (atomic_load(&g[0].posts) + atomic_load(&g[1].posts) < 16 * 16384 &&
+           seconds_since(&t0) < 5.0)
+        sched_yield();
+    atomic_store(&growers_stop, true);
+    for (int i = 0; i < 2; i++) {
+        void *ret;
+        cr_assert_eq(pthread_join(g[i].thread, &ret), 0);
+        cr_assert_null(ret, "grower %d: %d", i, (int)(intptr_t)ret);
+    }
+    cr_assert_gt(atomic_load(&g[0].refused), 0, "no grow ever needed a slab");
+    for (int i = 0; i < 2; i++)
+        dq_unref(g[i].q);
+    check_every_node_back();
+}
+
+/* A thread's first post that cannot register its cache fails with
+   -ENOMEM and frees the registry slot it took, however often it is
+   retried, while a dq_pool_stats reader counts itself in and out of
+   that slot; the next post with memory registers, and the thread's exit
+   gives the slot back.  A slot whose state lost a reader's count would
+   make that exit wait for ever. */
+static _Atomic bool reader_stop;
+
+static void *read_stats_until_stopped(void *arg)
+{
+    (void)arg;
+    struct dq_pool_stats s;
+    while (!atomic_load_explicit(&reader_stop, memory_order_relaxed))
+        if (dq_pool_stats(&s) != 0)
+            return (void *)1;
+    return NULL;
+}
+
+struct unregistered {
+    dq_queue *q;
+    double seconds;
+    long refused;
+    int last; /* the post with memory */
+};
+
+static void *post_unregistered_then_registered(void *arg)
+{
+    struct unregistered *u = arg;
+    dq_msg m = msg_what(&target_a, 1);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    key_fails = true;
+    do
+        for (int i = 0; i < 256; i++, u->refused++)
+            if (dq_post(u->q, &m, NULL) != -ENOMEM)
+                return (void *)1;
+    while (seconds_since(&t0) < u->seconds);
+    key_fails = false;
+    u->last = dq_post(u->q, &m, NULL);
+    return NULL;
+}
+
+Test(nomem, a_post_that_cannot_register_fails_and_frees_its_slot)
+{
+    enum { ROUNDS = 4 };
+    struct dq_pool_stats s;
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    uint64_t threads_before = s.threads;
+    atomic_store(&reader_stop, false);
+    /* one reader: with the poster, as many threads as the farm's two cores */
+    pthread_t reader;
+    void *ret;
+    cr_assert_eq(pthread_create(&reader, NULL, read_stats_until_stopped, NULL), 0);
+    for (int round = 0; round < ROUNDS; round++) {
+        struct unregistered u = { .q = q, .seconds = 0.25 };
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, post_unregistered_then_registered, &u),
+                     0);
+        cr_assert_eq(pthread_join(th, &ret), 0);
+        cr_assert_null(ret, "round %d: post %ld did not fail", round, u.refused);
+        cr_assert_eq(u.last, 0, "round %d: the post with memory failed", round);
+    }
+    atomic_store(&reader_stop, true);
+    cr_assert_eq(pthread_join(reader, &ret), 0);
+    cr_assert_null(ret);
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    cr_assert_eq(s.threads, threads_before, "%llu threads hold a cache, %llu before",
+                 (unsigned long long)s.threads, (unsigned long long)threads_before);
+    dq_msg out;
+    int got = 0;
+    while (dq_try_next(q, &out) == 0)
+        got++;
+    cr_assert_eq(got, ROUNDS, "%d messages for %d rounds", got, ROUNDS);
 }

@@ -11,6 +11,7 @@
 #ifndef DELIQUEUE_TESTING_H
 #define DELIQUEUE_TESTING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifndef DQ_TEST_CLOCK
@@ -43,6 +44,16 @@ enum {
 };
 /* Call fn(point) at each of those points, on the thread there; NULL: none. */
 void dq_test_pool_hook(void (*fn)(int point));
+
+/* Steps of the node pool that a test may make fail as if out of memory. */
+enum {
+    DQ_TEST_POOL_MAP_SLAB = 1, /* mapping a new slab of chunks (mmap) */
+    DQ_TEST_POOL_SET_KEY,      /* a thread's first post: setting its cache's
+                                  pthread key (pthread_setspecific) */
+};
+/* Before each of those steps call fn(step), on the thread there; the step
+   fails if it returns true.  NULL: none fails. */
+void dq_test_pool_fault(bool (*fn)(int step));
 
 #ifdef __cplusplus
 }
