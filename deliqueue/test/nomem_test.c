@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "test_util.h"
 
@@ -201,18 +200,6 @@ Test(nomem, step_without_heap_room_reports_enomem_and_loses_nothing)
 
 /* ---- the node pool ----------------------------------------------------- */
 
-static uint32_t index_of(dq_token t)
-{
-    return (uint32_t)(t & ((UINT64_C(1) << 28) - 1));
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 /* Once every queue is torn down and every other thread has exited, each
    node the pool made is free or in this thread's cache. */
 static void check_every_node_back(void)
@@ -297,13 +284,12 @@ Test(nomem, a_grow_without_a_slab_racing_one_with_loses_no_chunk)
         cr_assert_not_null(g[i].q);
     }
     atomic_store(&growers_stop, false);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = real_ns();
     for (int i = 0; i < 2; i++)
         cr_assert_eq(pthread_create(&g[i].thread, NULL, post_until_stopped, &g[i]), 0);
     /* 16 slabs' worth of posts, each slab used up a chance for the race */
     while (atomic_load(&g[0].posts) + atomic_load(&g[1].posts) < 16 * 16384 &&
-           seconds_since(&t0) < 5.0)
+           real_ns() - t0 < 5000000000)
         sched_yield();
     atomic_store(&growers_stop, true);
     for (int i = 0; i < 2; i++) {
@@ -337,7 +323,7 @@ static void *read_stats_until_stopped(void *arg)
 
 struct unregistered {
     dq_queue *q;
-    double seconds;
+    int64_t ns; /* how long to retry */
     long refused;
     int last; /* the post with memory */
 };
@@ -346,14 +332,13 @@ static void *post_unregistered_then_registered(void *arg)
 {
     struct unregistered *u = arg;
     dq_msg m = msg_what(&target_a, 1);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = real_ns();
     key_fails = true;
     do
         for (int i = 0; i < 256; i++, u->refused++)
             if (dq_post(u->q, &m, NULL) != -ENOMEM)
                 return (void *)1;
-    while (seconds_since(&t0) < u->seconds);
+    while (real_ns() - t0 < u->ns);
     key_fails = false;
     u->last = dq_post(u->q, &m, NULL);
     return NULL;
@@ -371,7 +356,7 @@ Test(nomem, a_post_that_cannot_register_fails_and_frees_its_slot)
     void *ret;
     cr_assert_eq(pthread_create(&reader, NULL, read_stats_until_stopped, NULL), 0);
     for (int round = 0; round < ROUNDS; round++) {
-        struct unregistered u = { .q = q, .seconds = 0.25 };
+        struct unregistered u = { .q = q, .ns = 250000000 };
         pthread_t th;
         cr_assert_eq(pthread_create(&th, NULL, post_unregistered_then_registered, &u),
                      0);

@@ -18,13 +18,6 @@
 
 TestSuite(pool, .init = fixture_setup, .fini = fixture_teardown);
 
-#define INDEX_MASK ((UINT64_C(1) << 28) - 1)
-
-static uint32_t index_of(dq_token t)
-{
-    return (uint32_t)(t & INDEX_MASK);
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

@@ -112,6 +112,12 @@ static inline int64_t real_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The pool index of the node a token names (its low 28 bits). */
+static inline uint32_t index_of(dq_token t)
+{
+    return (uint32_t)(t & ((UINT64_C(1) << 28) - 1));
+}
+
 #define NOTHING_DUE (-1000000 - EAGAIN)
 
 #endif
