@@ -44,10 +44,14 @@ enum dq_life {
 #define DQ_STATE_BARRIER   4u
 #define DQ_STATE_GEN_SHIFT 3
 
-/* token: generation << DQ_INDEX_BITS | index */
+/* token: generation << DQ_INDEX_BITS | index.  The pool holds at most
+   1 << DQ_INDEX_BITS nodes; a testing build may set fewer bits, to make a
+   pool it can fill (//deliqueue:deliqueue_testing_small_pool). */
+#ifndef DQ_INDEX_BITS
 #define DQ_INDEX_BITS 28
-#define DQ_GEN_BITS   (64 - DQ_INDEX_BITS)
-#define DQ_GEN_MAX    ((UINT64_C(1) << DQ_GEN_BITS) - 1)
+#endif
+#define DQ_GEN_BITS (64 - DQ_INDEX_BITS)
+#define DQ_GEN_MAX  ((UINT64_C(1) << DQ_GEN_BITS) - 1)
 
 static inline uint64_t dq_state_gen(uint64_t s)
 {
