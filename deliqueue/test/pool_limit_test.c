@@ -25,7 +25,8 @@ static struct dq_pool_stats stats(void)
     return s;
 }
 
-static void assert_same_pool(const struct dq_pool_stats *a, const struct dq_pool_stats *b)
+static void assert_same_pool(const struct dq_pool_stats *a,
+                             const struct dq_pool_stats *b)
 {
     cr_assert_eq(a->reserved_bytes, b->reserved_bytes);
     cr_assert_eq(a->nodes_total, b->nodes_total);
@@ -36,19 +37,27 @@ static void assert_same_pool(const struct dq_pool_stats *a, const struct dq_pool
 }
 
 /* Post far-future messages to q until a post fails; returns how many
-   were accepted, and the failure in *err. */
+   were accepted, and the failure in *err.  Each accepted post holds a
+   node of its own: no index is handed out twice. */
 static uint64_t fill(dq_queue *on, int *err)
 {
+    static bool taken[POOL_NODES];
+    memset(taken, 0, sizeof(taken));
     dq_msg m = msg_what(&target_a, 1);
     uint64_t accepted = 0;
     for (;;) {
-        int e = dq_post_at(on, &m, INT64_MAX, NULL);
+        dq_token tok;
+        int e = dq_post_at(on, &m, INT64_MAX, &tok);
         if (e != 0) {
             *err = e;
             return accepted;
         }
         accepted++;
-        cr_assert_leq(accepted, POOL_NODES, "more posts accepted than the pool has nodes");
+        cr_assert_leq(accepted, POOL_NODES,
+                      "more posts accepted than the pool has nodes");
+        uint32_t i = index_of(tok);
+        cr_assert(!taken[i], "node %u handed out twice", i);
+        taken[i] = true;
     }
 }
 

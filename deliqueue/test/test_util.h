@@ -112,10 +112,16 @@ static inline int64_t real_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The pool index of the node a token names (its low 28 bits). */
+/* The pool index of the node a token names: its low DQ_INDEX_BITS bits,
+   28 unless the library's build sets fewer (and exports them). */
+#ifdef DQ_INDEX_BITS
+#define TEST_INDEX_BITS DQ_INDEX_BITS
+#else
+#define TEST_INDEX_BITS 28
+#endif
 static inline uint32_t index_of(dq_token t)
 {
-    return (uint32_t)(t & ((UINT64_C(1) << 28) - 1));
+    return (uint32_t)(t & ((UINT64_C(1) << TEST_INDEX_BITS) - 1));
 }
 
 #define NOTHING_DUE (-1000000 - EAGAIN)
