@@ -341,6 +341,7 @@ static struct dq_pool_slot *slot_claim(void)
         fresh[i].next = &fresh[i + 1];
     atomic_init(&fresh[0].state, SLOT_TAKEN);
     struct dq_pool_slot *head = atomic_load_explicit(&slots, memory_order_relaxed);
+    pool_point(DQ_TEST_POOL_SLOT_PAGE);
     do
         fresh[n - 1].next = head;
     /* release: publishes the page's links and states to slot_claim's and

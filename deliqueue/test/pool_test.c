@@ -877,3 +877,86 @@ Test(pool, stats_walk_the_registry_while_it_grows, .timeout = 60)
     check_adds_up(&s);
     cr_assert_eq(s.threads, before.threads);
 }
+
+/* The first thread that must push a new page of registry slots (every
+   slot taken) is parked there, the list's head read; another thread's
+   first post pushes a page of its own meanwhile.  Once unparked, the
+   first pushes its page on top of that one, so its cache is counted while
+   it lives.  Fillers take the free slots first: where the tests share a
+   process, earlier ones left pages of them. */
+#define FILLERS_MAX 1024
+static sem_t filler_posted, fillers_leave;
+static _Atomic bool page_maker_parked;
+
+static void park_first_page_maker(int point)
+{
+    if (point == DQ_TEST_POOL_SLOT_PAGE && !atomic_exchange(&page_maker_parked, true)) {
+        sem_post(&parked);
+        while (sem_wait(&unpark) != 0)
+            ;
+    }
+}
+
+static void *fill_and_stay(void *arg)
+{
+    dq_msg m = msg_what(&target_b, 5);
+    intptr_t err = dq_post(arg, &m, NULL);
+    sem_post(&filler_posted);
+    while (sem_wait(&fillers_leave) != 0)
+        ;
+    return (void *)err;
+}
+
+/* Wait for a filler's post, or for the hook to park one: true if parked. */
+static bool next_filler_parked(void)
+{
+    int64_t until = real_ns() + 10 * INT64_C(1000000000);
+    for (;;) {
+        if (sem_trywait(&filler_posted) == 0)
+            return false;
+        if (sem_trywait(&parked) == 0)
+            return true;
+        cr_assert_lt(real_ns(), until, "a filler neither posted nor parked");
+        sched_yield();
+    }
+}
+
+Test(pool, a_registry_page_pushed_beside_a_parked_one_keeps_both, .timeout = 30)
+{
+    struct dq_pool_stats before, s;
+    cr_assert_eq(dq_pool_stats(&before), 0);
+    cr_assert_eq(sem_init(&parked, 0, 0), 0);
+    cr_assert_eq(sem_init(&unpark, 0, 0), 0);
+    cr_assert_eq(sem_init(&filler_posted, 0, 0), 0);
+    cr_assert_eq(sem_init(&fillers_leave, 0, 0), 0);
+    atomic_store(&page_maker_parked, false);
+    dq_test_pool_hook(park_first_page_maker);
+    pthread_attr_t attr;
+    cr_assert_eq(pthread_attr_init(&attr), 0);
+    cr_assert_eq(pthread_attr_setstacksize(&attr, 256 << 10), 0);
+    static pthread_t th[FILLERS_MAX];
+    int n = 0;
+    do {
+        cr_assert_lt(n, FILLERS_MAX, "no filler needed a new registry page");
+        cr_assert_eq(pthread_create(&th[n++], &attr, fill_and_stay, q), 0);
+    } while (!next_filler_parked());
+    pthread_attr_destroy(&attr);
+
+    run_post_once_and_exit();
+    sem_post(&unpark);
+    cr_assert(!next_filler_parked(), "the parked filler's post never finished");
+    cr_assert_eq(dq_pool_stats(&s), 0);
+    check_adds_up(&s);
+    cr_assert_eq(s.threads, before.threads + (uint64_t)n,
+                 "the unparked filler's cache is not on the registry");
+
+    for (int i = 0; i < n; i++)
+        sem_post(&fillers_leave);
+    for (int i = 0; i < n; i++) {
+        void *rc;
+        cr_assert_eq(pthread_join(th[i], &rc), 0);
+        cr_assert_null(rc, "a post failed");
+    }
+    dq_test_pool_hook(NULL);
+    cr_assert_eq(drain(), n + 1);
+}

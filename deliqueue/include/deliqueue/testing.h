@@ -37,10 +37,13 @@ int dq_test_trace_to_fd(int fd);
 /* Points in the node pool's slow paths where a test may stall a thread,
    to show that no other thread's post waits for it. */
 enum {
-    DQ_TEST_POOL_GROW = 1, /* a chunk's index taken, the chunk not yet published */
-    DQ_TEST_POOL_PUBLISH,  /* a chunk's nodes published, its free-map words not yet */
-    DQ_TEST_POOL_REGISTER, /* a thread's first post: its registry slot taken */
-    DQ_TEST_POOL_STATS,    /* dq_pool_stats reading a live thread's cache */
+    DQ_TEST_POOL_GROW = 1,  /* a chunk's index taken, the chunk not yet published */
+    DQ_TEST_POOL_PUBLISH,   /* a chunk's nodes published, its free-map words not yet */
+    DQ_TEST_POOL_REGISTER,  /* a thread's first post: its registry slot taken */
+    DQ_TEST_POOL_STATS,     /* dq_pool_stats reading a live thread's cache */
+    DQ_TEST_POOL_SLOT_PAGE, /* a thread's first post: a new page of registry
+                               slots made, the list's head read, the page
+                               not yet pushed */
 };
 /* Call fn(point) at each of those points, on the thread there; NULL: none. */
 void dq_test_pool_hook(void (*fn)(int point));
