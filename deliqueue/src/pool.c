@@ -50,8 +50,7 @@
 #define CHUNK_NODES (1u << CHUNK_SHIFT)
 #define CHUNK_WORDS (CHUNK_NODES / DQ_POOL_WORD_NODES)
 #define MAX_CHUNKS  (1u << (DQ_INDEX_BITS - CHUNK_SHIFT))
-_Static_assert(DQ_INDEX_BITS > CHUNK_SHIFT && DQ_INDEX_BITS <= 28,
-               "two chunks or more; the tokens' generation keeps 36 bits or more");
+_Static_assert(DQ_INDEX_BITS >= CHUNK_SHIFT, "a pool of one chunk or more");
 #define SLAB_BYTES  ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
 #define SLAB_CHUNKS (SLAB_BYTES / (CHUNK_NODES * sizeof(dq_node)))
 _Static_assert(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
