@@ -147,8 +147,8 @@ void dq_unref(dq_queue *q);
 /* Post a copy of *m.  On success *tok (if tok is not NULL) receives a token
    for dq_cancel.  Errors: -EINVAL (NULL q or m, NULL target, unknown flag
    bits, negative when), -ESHUTDOWN (queue is quitting; not accepted),
-   -ENOMEM (no memory, or the process's messages, pending, cached by
-   posting threads or retiring, hold all 2^28 nodes).  Thread: any. */
+   -ENOMEM (out of memory, or all 2^28 of the process's message nodes in
+   use: pending, retiring, or cached by posting threads).  Thread: any. */
 int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok); /* when = now */
 /* when >= 0; when == 0 means front of queue (as dq_post_at_front). */
 int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok);
