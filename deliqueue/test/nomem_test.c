@@ -248,14 +248,24 @@ Test(nomem, a_post_without_a_slab_fails_and_gives_its_chunk_back)
 /* Two threads post without pause, each to its own queue: one can map no
    slab, the other can.  The first fails each time the current slab is
    used up, and gives its chunk index back while the second takes the
-   next one and maps the new slab; neither may lose the other's chunk. */
+   next one and maps the new slab; neither may lose the other's chunk.
+   Neither runs more than a chunk's worth of attempts ahead of the other,
+   so both keep growing the pool (a scheduler that starved one, as under
+   QEMU, would leave the race unrun). */
 struct grower {
     dq_queue *q;
     bool no_slabs;
     _Atomic long posts, refused;
+    struct grower *other;
     pthread_t thread;
 };
 static _Atomic bool growers_stop;
+
+static long attempts(struct grower *g)
+{
+    return atomic_load_explicit(&g->posts, memory_order_relaxed) +
+           atomic_load_explicit(&g->refused, memory_order_relaxed);
+}
 
 static void *post_until_stopped(void *arg)
 {
@@ -265,6 +275,10 @@ static void *post_until_stopped(void *arg)
         return (void *)1;
     slab_fails = g->no_slabs;
     while (!atomic_load_explicit(&growers_stop, memory_order_relaxed)) {
+        if (attempts(g) > attempts(g->other) + 4096) {
+            sched_yield();
+            continue;
+        }
         int err = dq_post(g->q, &m, NULL);
         if (err == 0)
             atomic_fetch_add_explicit(&g->posts, 1, memory_order_relaxed);
@@ -279,6 +293,8 @@ static void *post_until_stopped(void *arg)
 Test(nomem, a_grow_without_a_slab_racing_one_with_loses_no_chunk)
 {
     struct grower g[2] = { { .no_slabs = true }, { .no_slabs = false } };
+    g[0].other = &g[1];
+    g[1].other = &g[0];
     for (int i = 0; i < 2; i++) {
         g[i].q = dq_create(NULL);
         cr_assert_not_null(g[i].q);
