@@ -2,7 +2,7 @@
 ARMv8.1+ and LL/SC loops on ARMv8.0, chosen once at load time.
 
 Outside --config=arm64-dispatch it is exactly the cc_library it replaces.
-Under it (//tools/build_defs:dispatch, i.e. --define=dq_dispatch=1):
+Under it (//bazel/defs:dispatch, i.e. --define=dq_dispatch=1):
 
   1. the library's sources (plus //arch:atomics_name.c, so dq_atomics()
      names its own variant) are compiled twice, as
@@ -27,7 +27,7 @@ proves the result: public symbols IFUNC, F__llsc LL/SC, F__lse LSE.
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-DISPATCH = "//tools/build_defs:dispatch"
+DISPATCH = "//bazel/defs:dispatch"
 
 # The genrules run on the exec platform and Bazel 4.2.3 hands them the exec
 # (host) C toolchain's make variables, so the arm64 binutils are named here;

@@ -7,6 +7,6 @@ sources include ck headers; it turns off only that one check, only there.
 """
 
 CK_UBSAN_COPTS = select({
-    "//tools/build_defs:is_clang": ["-fno-sanitize=pointer-overflow"],
+    "//bazel/defs:is_clang": ["-fno-sanitize=pointer-overflow"],
     "//conditions:default": [],
 })

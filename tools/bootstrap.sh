@@ -12,7 +12,7 @@
 #      `dpkg-deb -x`, never installed: the arm64 -dev packages conflict with
 #      the amd64 ones. Downloaded .debs are cached in
 #      /var/cache/deliqueue/arm64-debs so a fresh clone does not fetch again.
-#      Tests find it in their runfiles (//tools/remote:arm64_run), so no
+#      Tests find it in their runfiles (//bazel/remote:arm64_run), so no
 #      host path reaches a test action.
 #   3. binfmt_misc: arm64 ELF files run through qemu-aarch64, so Criterion
 #      can re-execute its own test binary.
@@ -63,7 +63,7 @@ BUILDIFIER_VERSION=8.2.1
 # Roots of the arm64 sysroot; their Depends are followed recursively.
 ARM64_ROOTS=(libc6 libgcc-s1 libcriterion-dev libck-dev liburcu-dev)
 # Dependencies left out of the sysroot: build tools and the arm64 libc
-# headers (the cross compiler brings its own; see tools/toolchains).
+# headers (the cross compiler brings its own; see bazel/toolchains).
 ARM64_EXCLUDE='^(libc6-dev|linux-libc-dev|libcrypt-dev|libnsl-dev|libtirpc-dev|libc-dev-bin|pkg-config|pkgconf|pkgconf-bin|rpcsvc-proto|gcc-12-base|libtirpc-common)$'
 # Bump when the recipe below changes, to force a rebuild of the sysroot.
 SYSROOT_RECIPE=3
@@ -99,7 +99,7 @@ if ((${#missing[@]})); then
   apt_update_once
   say "installing: ${missing[*]}"
   as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  # nginx is only ever started by tools/remote/local.py, on 127.0.0.1; a
+  # nginx is only ever started by bazel/remote/local.py, on 127.0.0.1; a
   # fresh install must not leave Debian's service listening on port 80.
   if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null &&
     systemctl is-enabled nginx >/dev/null 2>&1; then

@@ -3,7 +3,7 @@
 # contain a `cas` instruction, die with SIGILL on an ARMv8.0 CPU model
 # (cortex-a53) and run cleanly on QEMU's `max` model. The arm64 binary runs
 # directly through binfmt_misc; QEMU_LD_PREFIX comes from --run_under
-# (//tools/remote:arm64_run).
+# (//bazel/remote:arm64_run).
 #
 # usage: lse_trap_test.sh LSE_CAS_BINARY
 set -u

@@ -1,6 +1,6 @@
 """dq_fuzz_test: one libFuzzer target, meaningful in every config.
 
-    load("//tools/build_defs:fuzz.bzl", "dq_fuzz_test")
+    load("//bazel/defs:fuzz.bzl", "dq_fuzz_test")
 
     dq_fuzz_test(
         name = "queue_ops_fuzz_test",
@@ -22,7 +22,7 @@ needs a longer --test_timeout, which the farm sets); an expect_crash
 canary keeps at least its own max_total_time.
 
 Under every other config (host, tsan, asan, arm64-*) the same source is
-linked with //tools/build_defs:fuzz_replay_main.c, which runs each corpus
+linked with //bazel/defs:fuzz_replay_main.c, which runs each corpus
 file once (and the empty input): the corpus becomes a regression suite
 that also runs under TSan and on arm64.
 
@@ -68,11 +68,11 @@ def dq_fuzz_test(
         srcs = srcs,
         copts = copts,
         deps = deps + select({
-            "//tools/build_defs:is_fuzz": [],
-            "//conditions:default": ["//tools/build_defs:fuzz_replay_main"],
+            "//bazel/defs:is_fuzz": [],
+            "//conditions:default": ["//bazel/defs:fuzz_replay_main"],
         }),
         linkopts = select({
-            "//tools/build_defs:is_fuzz": ["-fsanitize=fuzzer"],
+            "//bazel/defs:is_fuzz": ["-fsanitize=fuzzer"],
             "//conditions:default": [],
         }),
         testonly = True,
@@ -86,9 +86,9 @@ def dq_fuzz_test(
     )
     native.sh_test(
         name = name,
-        srcs = ["//tools/build_defs:fuzz_run.sh"],
+        srcs = ["//bazel/defs:fuzz_run.sh"],
         args = select({
-            "//tools/build_defs:is_fuzz": ["fuzz"],
+            "//bazel/defs:is_fuzz": ["fuzz"],
             "//conditions:default": ["replay"],
         }) + [
             "$(rootpath :%s)" % bin_name,

@@ -7,7 +7,7 @@
 With a URL, each config runs once with --config=remote against that
 executor (instance name and credentials come from the user's own bazelrc).
 
-With `local`, tools/remote/local.py starts Bazel's reference remote worker
+With `local`, bazel/remote/local.py starts Bazel's reference remote worker
 and nginx (an HTTP cache) on 127.0.0.1, and every chosen config runs in
 four passes, each after `bazel clean` so that nothing comes from this
 machine's output tree (and with no disk cache, so nothing comes from it):
@@ -34,7 +34,7 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import local  # noqa: E402  (tools/remote/local.py)
+import local  # noqa: E402  (bazel/remote/local.py)
 
 SUMMARY = re.compile(r"^INFO: (\d+) process(?:es)?(?:: (.*?))?\.$")
 # Kinds in Bazel's summary that ran nothing here or remotely.

@@ -5,7 +5,7 @@
 // RemoteWorker.main binds every interface (NettyServerBuilder.forPort) and
 // has no option to choose one, so this launcher builds the same services
 // from the same options, in the same package (their classes are
-// package-private), and binds 127.0.0.1. Compiled by tools/remote/local.py
+// package-private), and binds 127.0.0.1. Compiled by bazel/remote/local.py
 // together with the worker's sources against Bazel's server jar.
 //
 // Exit status: 0 after a clean shutdown (SIGTERM), 2 for bad options,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Test runner behind dq_fuzz_test (//tools/build_defs:fuzz.bzl).
+# Test runner behind dq_fuzz_test (//bazel/defs:fuzz.bzl).
 #
 # usage: fuzz_run.sh fuzz|replay BINARY MAX_TOTAL_TIME TIMEOUT EXPECT_CRASH [CORPUS_FILE...]
 #   fuzz:   BINARY is a libFuzzer fuzzer; fuzz a writable copy of the corpus
