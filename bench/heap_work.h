@@ -21,8 +21,10 @@
 #include <deliqueue_internal/heap.h>
 #include <deliqueue_internal/msg.h>
 
+#include "bench/baselines/heap_variants.h"
+
 /* The comparators measured.  "branchless" is the library's dq_key_less
-   (dq_heap_* itself), "branchy" msg.h's dq_key_less_branchy.  The other
+   (dq_heap_* itself), "branchy" dq_key_less_branchy (bench/baselines).  The other
    two are candidates, measured here only: other branchless spellings of
    the same lexicographic order, to show what the library's spelling
    costs (gcc turns the sign arithmetic into two setcc pairs per compare,

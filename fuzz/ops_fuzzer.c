@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include <deliqueue/deliqueue.h>
-#include <deliqueue/legacy.h>
+#include "bench/baselines/legacy.h"
 #include <deliqueue_internal/msg.h>
 #include <deliqueue/testing.h>
 

@@ -3,7 +3,7 @@
  * Contender 2: the legacy queue (mutex + sorted singly linked list with a
  * tail fast path), through its public API only.
  */
-#include <deliqueue/legacy.h>
+#include "bench/baselines/legacy.h"
 
 #include "bench/contender.h"
 

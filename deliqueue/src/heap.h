@@ -12,11 +12,11 @@
  * O(log n).  Beside the binary part, a due run (see struct dq_heap) takes
  * keys already due in O(1): push_due with the caller's clock.
  *
- * DQ_HEAP_DEFINE(prefix, less) generates the functions for one comparator,
- * DQ_HEAP_DEFINE_WITH(prefix, less, sift_down) with its own shape of
- * sift-down; the library uses dq_heap_* (branchless dq_key_less, chosen
- * between siblings by dq_heap_pick_smaller), the benchmark also
- * instantiates the branchy comparator to measure the difference.
+ * DQ_HEAP_DEFINE_WITH(prefix, less, sift_down) generates the functions for
+ * one comparator and one shape of sift-down; the library uses dq_heap_*
+ * (branchless dq_key_less, chosen between siblings by
+ * dq_heap_pick_smaller).  Other instantiations (the baselines' comparators
+ * and sift-down by index) live with the benchmarks, in bench/baselines.
  */
 #ifndef DELIQUEUE_HEAP_H
 #define DELIQUEUE_HEAP_H
@@ -243,21 +243,17 @@ static inline void dq_heap_run_take(dq_heap *h, uint32_t pos)
     }
 }
 
-/* Two shapes of sift-down, each the faster for its kind of choice between
-   siblings (bench/RESULTS.md, "The sift-down's offsets"):
-   - DQ_HEAP_SIFT_DOWN_BY_INDEX, for any comparator (DQ_HEAP_DEFINE, the
-     benchmark's alternatives): slot indices, the smaller child as the
-     left one's index plus LESS's 0/1, which compilers materialise with
-     setcc and an add;
-   - DQ_HEAP_SIFT_DOWN_BY_OFFSET, the library's own: byte offsets into the
-     slot array and dq_heap_pick_smaller, which feeds dq_key_less's
-     compare-with-borrow straight into a conditional select of the right
-     sibling's offset.  A left child's offset is 2 * off + one slot, a
-     single lea, where an index takes three steps (2i + 1, times 3, times
-     8) before the children's keys can load; all of them are on the
-     critical path of every level (key loads, compare, choice, next
-     level's address).  With a setcc choice the offsets need more address
-     arithmetic after it and measured slower than indices, hence the two.
+/* The library's sift-down, DQ_HEAP_SIFT_DOWN_BY_OFFSET (bench/RESULTS.md,
+   "The sift-down's offsets"): byte offsets into the slot array and
+   dq_heap_pick_smaller, which feeds dq_key_less's compare-with-borrow
+   straight into a conditional select of the right sibling's offset.  A
+   left child's offset is 2 * off + one slot, a single lea, where an index
+   takes three steps (2i + 1, times 3, times 8) before the children's keys
+   can load; all of them are on the critical path of every level (key
+   loads, compare, choice, next level's address).  With a setcc choice the
+   offsets need more address arithmetic after it and measure slower than
+   indices, so other comparators use a sift-down by index
+   (bench/baselines).
 
    The limit of the left child, as an index (unit 1) or an offset (unit
    one slot). */
@@ -323,28 +319,6 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
 #endif
 }
 
-#define DQ_HEAP_SIFT_DOWN_BY_INDEX(P, LESS)                                            \
-    static inline void P##_sift_down(dq_heap *h, uint32_t i, dq_heap_slot s)           \
-    {                                                                                  \
-        uint32_t n = h->count;                                                         \
-        for (;;) {                                                                     \
-            uint32_t child = 2 * i + 1;                                                \
-            if (child >= DQ_HEAP_SIFT_LIMIT(n, 1))                                     \
-                break;                                                                 \
-            dq_heap_prefetch_grandchildren(h->slots, (size_t)i *DQ_HEAP_SLOT_SIZE);    \
-            /* the smaller child, without a branch on the comparison */                \
-            if (child + 1 < n)                                                         \
-                child += (uint32_t)LESS(h->slots[child + 1].key, h->slots[child].key); \
-            if (!LESS(h->slots[child].key, s.key))                                     \
-                break;                                                                 \
-            P##_place(h, i, h->slots[child]);                                          \
-            i = child;                                                                 \
-        }                                                                              \
-        P##_place(h, i, s);                                                            \
-    }
-
-/* The division by the slot size is off the critical path: it only feeds
-   the element's index, which nothing in the loop reads. */
 #define DQ_HEAP_SIFT_DOWN_BY_OFFSET(P, LESS)                                         \
     static inline void P##_place_at(dq_heap_slot *slots, size_t off, dq_heap_slot s) \
     {                                                                                \
@@ -377,9 +351,7 @@ static inline size_t dq_heap_pick_smaller(dq_heap_slot *slots, size_t c)
 #define DQ_HEAP_RUN_SORTS_AFTER(LESS, k, last) ((last) == NULL || !LESS(k, (last)->key))
 
 /* A heap type P ordered by LESS, with the sift-down SIFT_DOWN(P, LESS)
-   (DQ_HEAP_SIFT_DOWN_BY_INDEX for any comparator; the library's own is
-   BY_OFFSET, whose choice is dq_key_less's). */
-#define DQ_HEAP_DEFINE(P, LESS) DQ_HEAP_DEFINE_WITH(P, LESS, DQ_HEAP_SIFT_DOWN_BY_INDEX)
+   (the library's own is BY_OFFSET, whose choice is dq_key_less's). */
 
 #define DQ_HEAP_DEFINE_WITH(P, LESS, SIFT_DOWN)                                        \
     static inline void P##_place(dq_heap *h, uint32_t i, dq_heap_slot s)               \

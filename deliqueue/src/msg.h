@@ -121,14 +121,6 @@ static inline bool dq_key_less(dq_key a, dq_key b)
 #endif
 }
 
-/* The branchy comparator, kept only as the benchmark's contender. */
-static inline bool dq_key_less_branchy(dq_key a, dq_key b)
-{
-    if (a.when != b.when)
-        return a.when < b.when;
-    return a.seq < b.seq;
-}
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The legacy MessageQueue: one mutex, one sorted singly linked list.
- * See include/deliqueue/legacy.h for the contract.  Every field of struct
+ * See legacy.h for the contract.  Every field of struct
  * dq_legacy below is guarded by mu; nothing here is atomic except the
  * process-wide token counter.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <deliqueue/legacy.h>
+#include "bench/baselines/legacy.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Criterion tests of the legacy queue: every function and error path,
    timing driven by the manual test clock (no sleeps). */
-#include <deliqueue/legacy.h>
+#include "bench/baselines/legacy.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * deliqueue/legacy: Android's old, lock-protected MessageQueue in C.
+ * bench/baselines/legacy: Android's old, lock-protected MessageQueue in C.
  *
  * The baseline that DeliQueue replaced, kept for two jobs: the benchmark's
  * contender and the reference model of the differential fuzzer.  It is
