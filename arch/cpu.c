@@ -35,3 +35,8 @@ const char *dq_arch_cpu_best_atomics(void)
     return "generic";
 #endif
 }
+
+const char *dq_arch_build_atomics(void)
+{
+    return DQ_ARCH_BUILD_ATOMICS;
+}

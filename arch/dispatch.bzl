@@ -4,8 +4,8 @@ ARMv8.1+ and LL/SC loops on ARMv8.0, chosen once at load time.
 Outside --config=arm64-dispatch it is exactly the cc_library it replaces.
 Under it (//bazel/defs:dispatch, i.e. --define=dq_dispatch=1):
 
-  1. the library's sources (plus //arch:atomics_name.c, so dq_atomics()
-     names its own variant) are compiled twice, as
+  1. the library's sources (dq_atomics() among them, so it names its own
+     variant) are compiled twice, as
         llsc: -march=armv8-a -mno-outline-atomics
         lse:  -march=armv8.1-a
      (target copts come after the config's --copt, so they win; -fPIC so
@@ -71,7 +71,7 @@ def dq_dispatchable_library(
         copy = "%s__%s" % (name, variant)
         cc_library(
             name = copy,
-            srcs = srcs + ["//arch:atomics_name.c"],
+            srcs = srcs,
             hdrs = hdrs,
             copts = copts + flags + ["-fPIC"] + opt_copts,
             deps = deps,

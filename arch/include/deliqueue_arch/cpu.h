@@ -18,14 +18,32 @@
  *   dispatched      both llsc and lse copies, picked once at load time by
  *                   GNU ifunc resolvers from AT_HWCAP; reports the copy chosen.
  *
- * dq_atomics() (declared in <deliqueue/deliqueue.h>) is implemented in
- * arch/atomics_name.c and reports the row of the code that runs.
+ * dq_atomics() (declared in <deliqueue/deliqueue.h>, defined by the
+ * library with DQ_ARCH_BUILD_ATOMICS below) reports the row of the code
+ * that runs.
  */
 #ifndef DELIQUEUE_ARCH_CPU_H
 #define DELIQUEUE_ARCH_CPU_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The row of the table above that the including file's compile flags
+   select.  GCC defines no macro for -moutline-atomics: //arch defines
+   DQ_ATOMICS_OUTLINE for its dependents in the arm64-outline config.  With
+   LSE enabled at compile time GCC inlines LSE even under
+   -moutline-atomics, so LSE wins. */
+#if defined(__x86_64__)
+#define DQ_ARCH_BUILD_ATOMICS "x86_64"
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_ATOMICS)
+#define DQ_ARCH_BUILD_ATOMICS "arm64-lse"
+#elif defined(__aarch64__) && defined(DQ_ATOMICS_OUTLINE)
+#define DQ_ARCH_BUILD_ATOMICS "arm64-outline"
+#elif defined(__aarch64__)
+#define DQ_ARCH_BUILD_ATOMICS "arm64-llsc"
+#else
+#define DQ_ARCH_BUILD_ATOMICS "generic"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,8 +96,8 @@ bool dq_arch_cpu_has_lse(void);
    "x86_64", "arm64-lse", "arm64-llsc" or "generic". */
 const char *dq_arch_cpu_best_atomics(void);
 
-/* The atomics the code of the calling build variant uses; the same string
-   as dq_atomics() in non-dispatched builds.  Constant, never NULL. */
+/* DQ_ARCH_BUILD_ATOMICS as //arch itself is compiled: the same string as
+   dq_atomics() in non-dispatched builds.  Constant, never NULL. */
 const char *dq_arch_build_atomics(void);
 
 #ifdef __cplusplus
