@@ -173,14 +173,11 @@ static uint32_t scan_end(void)
     return atomic_load_explicit(&chunks_reserved, memory_order_relaxed) * CHUNK_WORDS;
 }
 
-#define GIVE_BACK_ORDER memory_order_release
-#define TAKE_ORDER      memory_order_acquire
-
 /* Take every free node of word *p: the word's bits, which are then 0. */
 static uint64_t take_word(_Atomic uint64_t *p)
 {
     /* acquire: pairs with give_back's release (the nodes' resets) */
-    return atomic_exchange_explicit(p, 0, TAKE_ORDER);
+    return atomic_exchange_explicit(p, 0, memory_order_acquire);
 }
 
 /* Take every free node of word w, if it looks non-empty: 0 if not, or if a
@@ -211,7 +208,7 @@ static void give_back(uint32_t w, uint64_t mask)
        before the taker's acquire exchange; every write to a word is an
        RMW, so whichever exchange takes these bits reads from this
        release sequence */
-    atomic_fetch_or_explicit(free_word(w), mask, GIVE_BACK_ORDER);
+    atomic_fetch_or_explicit(free_word(w), mask, memory_order_release);
     /* relaxed: a hint (see scan_from); lowered so the next scan finds
        these low nodes before higher ones */
     uint32_t from = atomic_load_explicit(&scan_from, memory_order_relaxed);

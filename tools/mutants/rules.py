@@ -123,14 +123,16 @@ RULES = [
     return q != NULL;""", "dq_looper_is_self"),
     ]),
     Rule("FREE_MAP_RELAXED", "the pool's give-back and take of a free-map word are relaxed instead of release/acquire", [
-        E("""#define GIVE_BACK_ORDER memory_order_release
-#define TAKE_ORDER      memory_order_acquire""",
-          """#define GIVE_BACK_ORDER memory_order_relaxed
-#define TAKE_ORDER      memory_order_relaxed""", "GIVE_BACK_ORDER"),
+        E("atomic_fetch_or_explicit(free_word(w), mask, memory_order_release);",
+          "atomic_fetch_or_explicit(free_word(w), mask, memory_order_relaxed);",
+          "memory_order_release"),
+        E("return atomic_exchange_explicit(p, 0, memory_order_acquire);",
+          "return atomic_exchange_explicit(p, 0, memory_order_relaxed);",
+          "memory_order_acquire"),
     ]),
     Rule("TAKE_NOT_ATOMIC", "a taker loads a free-map word and stores 0 instead of exchanging it", [
-        E("return atomic_exchange_explicit(p, 0, TAKE_ORDER);",
-          "uint64_t mask = atomic_load_explicit(p, TAKE_ORDER);"
+        E("return atomic_exchange_explicit(p, 0, memory_order_acquire);",
+          "uint64_t mask = atomic_load_explicit(p, memory_order_acquire);"
           " atomic_store_explicit(p, 0, memory_order_relaxed); return mask;",
           "atomic_exchange_explicit"),
     ]),
