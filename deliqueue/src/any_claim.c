@@ -4,10 +4,10 @@
  * removal by criteria, the quit_safely trim) and the read-only walks
  * (dq_has, dq_pending, dq_is_idle).  A claim is one CAS on the node's
  * state, PENDING to REMOVED, racing the looper's PENDING to DELIVERED:
- * exactly one wins.  Claimed nodes go to the looper on the removal list.
- * On the consumer's own thread a match walk hands over to
- * dq_looper_match_walk (looper_walk.c); nothing here touches looper-only
- * fields.
+ * exactly one wins.  Claimed nodes go to the looper on the removal list
+ * (core_walk.c).  On the consumer's own thread a match walk hands over to
+ * dq_looper_match_walk (looper_walk.c), the one call from an any-thread
+ * file into a consumer-only one; nothing here touches looper-only fields.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,40 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue.h"
+#include "core.h"
+#include "looper_walk.h"
+#include "trace.h"
 #include "walk.h"
 
 /* ---- claiming ----------------------------------------------------------- */
-
-void dq_report_discard(dq_queue *q, const dq_node *n)
-{
-    if (q->opts.on_discard != NULL) {
-        dq_msg copy;
-        dq_node_msg(n, &copy);
-        q->opts.on_discard(&copy, q->opts.ctx);
-    }
-}
-
-/* Hand nodes we claimed (REMOVED), chained first .. last through
-   aux_next, to the looper for unlinking. */
-static void push_removals(dq_core *core, dq_node *first, dq_node *last)
-{
-    /* relaxed: only the CAS's first guess; the CAS publishes */
-    dq_node *head = atomic_load_explicit(&core->removals, memory_order_relaxed);
-    do {
-        last->aux_next = head;
-        /* release would do to publish aux_next and our claim to the
-           looper's acquire exchange; seq_cst because a barrier removal then
-           reads the sleep word (Dekker with the consumer's pre-sleep
-           re-check of this list).  Failure relaxed: we retry. */
-    } while (!atomic_compare_exchange_weak_explicit(
-        &core->removals, &head, first, memory_order_seq_cst, memory_order_relaxed));
-}
-
-static void push_removal(dq_core *core, dq_node *n)
-{
-    push_removals(core, n, n);
-}
 
 /* The node for a token if it is q's, and its expected state. */
 static dq_node *token_node(dq_queue *q, dq_token tok, uint64_t *state)
@@ -131,7 +103,7 @@ static int claim_token(dq_queue *q, dq_token tok, bool barrier)
             dq_report_discard(q, n);
         if (!barrier && dq_trace_on())
             dq_trace_cancel(q, n->msg.what);
-        push_removal(core, n);
+        dq_push_removals(core, n, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
     }
@@ -151,54 +123,6 @@ int dq_remove_sync_barrier(dq_queue *q, dq_token tok)
 
 /* ---- walking the stack -------------------------------------------------- */
 
-/* A walker holds a grace period: the looper recycles nothing it unlinked
-   after the walker's epoch began until the walker leaves (DESIGN.md). */
-static uint64_t walk_begin(dq_core *core)
-{
-    for (;;) {
-        /* seq_cst on the load, the increment and the re-load: a Dekker
-           pair with the looper's seq_cst check-then-advance; either it
-           sees our count or we see its new epoch and retry */
-        uint64_t e = atomic_load_explicit(&core->epoch, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&core->walkers[e & 1], 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&core->epoch, memory_order_seq_cst) == e)
-            return e;
-        atomic_fetch_sub_explicit(&core->walkers[e & 1], 1, memory_order_release);
-    }
-}
-
-static void walk_end(dq_core *core, uint64_t e)
-{
-    /* release: our reads of nodes happen before the looper's acquire load
-       of a zero count, after which it recycles them */
-    atomic_fetch_sub_explicit(&core->walkers[e & 1], 1, memory_order_release);
-}
-
-/* A hit: claim it (dq_remove) or stop (dq_has).  Returns whether the walk
-   is over. */
-bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s)
-{
-    if (!w->remove) {
-        w->found = 1;
-        return true;
-    }
-    /* acq_rel as in claim_token */
-    if (atomic_compare_exchange_strong_explicit(
-            &n->state, &s, dq_state_with_life(s, DQ_REMOVED), memory_order_acq_rel,
-            memory_order_relaxed)) {
-        dq_report_discard(w->q, n);
-        if (dq_trace_on())
-            dq_trace_remove(w->q, n->msg.what);
-        /* the node is ours now: chain it for one push at the end */
-        n->aux_next = w->first;
-        w->first = n;
-        if (w->last == NULL)
-            w->last = n;
-        w->found++;
-    }
-    return false;
-}
-
 static size_t match_walk_run(dq_queue *q, const dq_match *match, bool remove)
 {
     if (q == NULL || dq_match_check(match) != 0 || dq_users_enter(q) != 0)
@@ -208,15 +132,15 @@ static size_t match_walk_run(dq_queue *q, const dq_match *match, bool remove)
     if (dq_looper_is_self(q)) {
         dq_looper_match_walk(&w, core);
     } else {
-        uint64_t e = walk_begin(core);
+        uint64_t e = dq_walk_begin(core);
         uint64_t s;
         for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n))
             if (dq_match_walk_hit(match, n, &s) && dq_match_walk_take(&w, n, s))
                 break;
-        walk_end(core, e);
+        dq_walk_end(core, e);
     }
     if (w.first != NULL)
-        push_removals(core, w.first, w.last);
+        dq_push_removals(core, w.first, w.last);
     dq_users_leave(q);
     return w.found;
 }
@@ -236,13 +160,13 @@ size_t dq_pending(dq_queue *q)
     if (q == NULL || dq_users_enter(q) != 0)
         return 0;
     dq_core *core = dq_queue_core(q);
-    uint64_t e = walk_begin(core);
+    uint64_t e = dq_walk_begin(core);
     size_t count = 0;
     for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n)) {
         uint64_t s;
         count += dq_pending_message(n, &s);
     }
-    walk_end(core, e);
+    dq_walk_end(core, e);
     dq_users_leave(q);
     return count;
 }
@@ -255,7 +179,7 @@ bool dq_is_idle(dq_queue *q)
     if (q == NULL || dq_users_enter(q) != 0)
         return true;
     dq_core *core = dq_queue_core(q);
-    uint64_t e = walk_begin(core);
+    uint64_t e = dq_walk_begin(core);
     int64_t now = dq_now();
     /* first pass: the earliest barrier (smallest due; among equals the
        oldest, i.e. the deepest) */
@@ -285,29 +209,7 @@ bool dq_is_idle(dq_queue *q)
             (n->due > barrier_due || (n->due == barrier_due && depth < barrier_depth));
         idle = held;
     }
-    walk_end(core, e);
+    dq_walk_end(core, e);
     dq_users_leave(q);
     return idle;
-}
-
-/* dq_quit_safely's trim: claim and report every pending message due
-   after cut, as dq_remove does.  After the tag the stack is frozen, so this one
-   walk meets every accepted message still pending.  Skipped if dq_quit got
-   there first: then the teardown drops everything. */
-void dq_claim_due_after(dq_queue *q, int64_t cut)
-{
-    if (dq_users_enter(q) != 0)
-        return;
-    dq_core *core = dq_queue_core(q);
-    dq_match_walk w = { .q = q, .remove = true };
-    uint64_t e = walk_begin(core);
-    for (dq_node *n = dq_walk_first(q); n != NULL; n = dq_walk_next(n)) {
-        uint64_t s;
-        if (dq_pending_message(n, &s) && n->due > cut)
-            (void)dq_match_walk_take(&w, n, s);
-    }
-    walk_end(core, e);
-    if (w.first != NULL)
-        push_removals(core, w.first, w.last);
-    dq_users_leave(q);
 }

@@ -13,37 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
 #include "fd.h"
-#include "queue.h"
-
-/* ---- the live cores ------------------------------------------------------ */
-
-/* Every core from dq_create to its teardown, so that dq_pool_stats can
-   count the nodes their loopers hold retired. */
-static dq_registry cores = DQ_REGISTRY_INIT;
-
-void dq_core_unregister(dq_core *core)
-{
-    dq_registry_remove(&cores, &core->reg);
-}
+#include "pool.h"
+#include "trace.h"
+#include "walk.h"
+#include "wait.h"
 
 int dq_pool_stats(struct dq_pool_stats *out)
 {
     if (out == NULL)
         return -EINVAL;
     memset(out, 0, sizeof(*out));
-    uint64_t limbo = 0;
-    pthread_mutex_lock(&cores.lock);
-    /* relaxed: each looper stores its own counts (limbo_count, the
-       recycled batch's mask) */
-    for (dq_reg_link *l = cores.head; l != NULL; l = l->next) {
-        dq_core *c = dq_reg_entry(l, dq_core, reg);
-        limbo += atomic_load_explicit(&c->limbo_count, memory_order_relaxed) +
-                 (uint64_t)__builtin_popcountll(
-                     atomic_load_explicit(&c->recycled.mask, memory_order_relaxed));
-    }
-    out->queues = cores.count;
-    pthread_mutex_unlock(&cores.lock);
+    uint64_t limbo;
+    size_t queues;
+    dq_cores_retired(&limbo, &queues);
+    out->queues = queues;
     uint64_t reserved, total, free_nodes, cached, threads;
     dq_pool_count(&reserved, &total, &free_nodes, &cached, &threads);
     out->reserved_bytes = reserved;
@@ -104,7 +89,7 @@ dq_queue *dq_create(const dq_options *opts)
     core->next_front_seq = (INT64_C(1) << 62) - 1;
     dq_pool_batch_init(&core->recycled);
     atomic_init(&core->limbo_count, 0);
-    dq_registry_add(&cores, &core->reg);
+    dq_core_register(core);
     atomic_init(&q->core, core);
     return q;
 fail:
@@ -144,35 +129,6 @@ void dq_unref(dq_queue *q)
     free(q);
 }
 
-/* ---- the tagged user count -------------------------------------------- */
-
-int dq_users_enter(dq_queue *q)
-{
-    /* relaxed: the CAS's first guess; the CAS itself acquires */
-    uint64_t u = atomic_load_explicit(&q->users, memory_order_relaxed);
-    do {
-        if (u & DQ_USERS_QUIT)
-            return -ESHUTDOWN;
-        /* acquire: the core's reads stay after we are counted.  The
-           teardown does not rest on it: our leave's release, which its
-           acquire of the count at zero pairs with, orders every read of
-           ours before it frees the core; and a CAS that succeeds read a
-           count without the quit bit, so there is no teardown write to
-           acquire yet. */
-    } while (!atomic_compare_exchange_weak_explicit(
-        &q->users, &u, u + 1, memory_order_acquire, memory_order_relaxed));
-    return 0;
-}
-
-void dq_users_leave(dq_queue *q)
-{
-    /* release: our use of the core happens before the teardown that reads
-       the count at zero with acquire */
-    uint64_t u = atomic_fetch_sub_explicit(&q->users, 1, memory_order_release);
-    if (u == (DQ_USERS_QUIT | 1))
-        dq_event_signal(&q->wake); /* last one out while quitting */
-}
-
 /* ---- idle handlers ------------------------------------------------------ */
 
 int dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
@@ -207,19 +163,7 @@ int dq_remove_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
 {
     if (q == NULL || fn == NULL)
         return -EINVAL;
-    int err = -ENOENT;
-    pthread_mutex_lock(&q->idle_lock);
-    for (size_t i = 0; i < q->idle_count; i++) {
-        if (q->idle[i].fn == fn && q->idle[i].ctx == ctx) {
-            memmove(&q->idle[i], &q->idle[i + 1],
-                    (q->idle_count - i - 1) * sizeof(q->idle[0]));
-            q->idle_count--;
-            err = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&q->idle_lock);
-    return err;
+    return dq_idle_handlers_remove(q, fn, ctx);
 }
 
 /* ---- quitting ----------------------------------------------------------- */

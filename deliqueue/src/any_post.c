@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Any thread: posting, and waking the consumer.  A post takes a node from
+ * Any thread: posting.  A post takes a node from
  * the thread's pool cache, fills it, pushes it onto the queue's stack with
  * one CAS, and wakes the consumer only if it sleeps and the message is
  * due before it would wake.  Nothing here touches looper-only fields.
@@ -12,34 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fd.h"
-#include "queue.h"
+#include "core.h"
+#include "pool.h"
+#include "trace.h"
 
 /* ---- posting ------------------------------------------------------------ */
-
-/* Flip the sleep word from the value we read to awake and wake the
-   consumer; only the caller whose CAS wins pays for the syscall. */
-static void wake_sleeper(dq_queue *q, int64_t seen)
-{
-    if (atomic_compare_exchange_strong_explicit(
-            &q->sleep, &seen, DQ_AWAKE, memory_order_seq_cst, memory_order_relaxed)) {
-        /* a consumer watching fds may sleep in epoll */
-        if (!dq_fd_signal(q))
-            dq_event_signal(&q->wake);
-    }
-}
-
-void dq_wake_consumer(dq_queue *q)
-{
-    /* seq_cst: the caller's change (quit tag, barrier removal) came before
-       this load in the single total order, and the consumer re-reads both
-       after storing its sleep word, so if we read DQ_AWAKE, or our CAS
-       loses to a newer sleep word, the consumer is bound to see the change
-       itself. */
-    int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
-    if (dq_sleep_word_asleep(s))
-        wake_sleeper(q, s);
-}
 
 /* Wake the consumer, which we saw asleep in word s, if this message can
    be deliverable before it wakes by itself: it is due before the sleeper's
@@ -63,7 +40,7 @@ static __attribute__((noinline)) int wake_for_post(dq_queue *q, int64_t s, int64
     if ((s & DQ_HELD) && !async &&
         due >= atomic_load_explicit(&q->held_due, memory_order_relaxed))
         return 0;
-    wake_sleeper(q, s);
+    dq_wake_sleeper(q, s);
     return 0;
 }
 

@@ -26,47 +26,12 @@
 #include "msg.h"
 #include <deliqueue_arch/cpu.h>
 
-#include "fd.h"
-#include "queue.h"
-
-/* ---- consumer identity ------------------------------------------------- */
-
-/* The calling thread's identity: never 0, and never given to another
-   thread, not even once this one has exited (an address of a thread-local
-   would be: a new thread usually gets the dead one's TLS block).  Taken
-   from a process-wide counter on the thread's first consumer call;
-   relaxed: only uniqueness matters, which the RMW gives. */
-static uint64_t looper_thread_id(void)
-{
-    static _Atomic uint64_t last_id;
-    static _Thread_local uint64_t me;
-    if (__builtin_expect(me == 0, 0))
-        me = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
-    return me;
-}
-
-bool dq_looper_is_self(dq_queue *q)
-{
-    /* relaxed: compared with our own id only, which no other thread
-       stores; a stale value is never our id unless we stored it */
-    return atomic_load_explicit(&q->consumer, memory_order_relaxed) ==
-           looper_thread_id();
-}
-
-int dq_looper_claim(dq_queue *q)
-{
-    uint64_t me = looper_thread_id();
-    /* relaxed: the id is only compared; the consumer's state is handed on
-       by whatever ordered the thread's access to q */
-    uint64_t cur = atomic_load_explicit(&q->consumer, memory_order_relaxed);
-    if (cur == me)
-        return 0;
-    if (cur == 0 && atomic_compare_exchange_strong_explicit(&q->consumer, &cur, me,
-                                                            memory_order_relaxed,
-                                                            memory_order_relaxed))
-        return 0;
-    return -EPERM;
-}
+#include "clock.h"
+#include "core.h"
+#include "looper_fd.h"
+#include "pool.h"
+#include "trace.h"
+#include "wait.h"
 
 /* ---- heaps -------------------------------------------------------------- */
 
@@ -90,26 +55,6 @@ static void looper_heap_remove(dq_core *core, dq_node *n)
 
 /* ---- retiring and recycling --------------------------------------------- */
 
-/* End the node's generation and make it ready for its next post; false
-   when its generations are exhausted (it is never reused, so tokens never
-   repeat). */
-static bool looper_reset_node(dq_node *n)
-{
-    /* relaxed: the state's last change was this thread's delivery CAS or
-       a remover's claim, acquired through the removal list */
-    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
-    if (gen >= DQ_GEN_MAX)
-        return false;
-    /* relaxed: a stale-token reader only needs to see a different
-       generation; the node's next producer gets this value through the
-       pool's free map (release/acquire) */
-    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
-                          memory_order_relaxed);
-    n->looper_flags = 0;
-    n->heap.index = DQ_HEAP_NONE;
-    return true;
-}
-
 /* relaxed load and store: the looper is limbo_count's only writer;
    dq_pool_stats only reads it */
 static inline uint32_t looper_limbo_count(const dq_core *core)
@@ -126,7 +71,7 @@ static inline void looper_limbo_count_add(dq_core *core, int32_t delta)
 /* Retire into limbo, to be recycled once walkers cannot hold it. */
 static void looper_retire(dq_core *core, dq_node *n)
 {
-    if (!looper_reset_node(n))
+    if (!dq_node_reset(n))
         return;
     /* relaxed: the looper is the only writer of the epoch */
     n->retire_epoch = atomic_load_explicit(&core->epoch, memory_order_relaxed);
@@ -402,86 +347,6 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
 
 /* ---- quitting ----------------------------------------------------------- */
 
-#define DQ_LOOPER_TORN 4u /* teardown met it in the stack */
-
-/* Teardown: no walker is left, so straight back to the pool. */
-static void looper_retire_now(dq_node *n, dq_pool_batch *batch)
-{
-    if (looper_reset_node(n))
-        dq_pool_batch_add(batch, n);
-}
-
-void dq_looper_teardown(dq_queue *q)
-{
-    /* relaxed: the consumer's (or the last reference's) own view of the
-       core, which only this function changes */
-    dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
-    /* Park until the last remover or walker is out.  We set the quit bit
-       ourselves so no new one can enter whatever the caller did.  acq_rel:
-       release, so a remover refused by the bit is ordered after it;
-       acquire, as dq_quit's own setting of it */
-    atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
-    for (;;) {
-        uint32_t seen = dq_event_read(&q->wake);
-        /* acquire: pairs with dq_users_leave's release, so all their
-           pushes onto the removal list are visible */
-        if (atomic_load_explicit(&q->users, memory_order_acquire) == DQ_USERS_QUIT)
-            break;
-        dq_event_wait(&q->wake, seen, INT64_MAX);
-    }
-    /* Alone now: no producer can push (quit tag), no remover is inside. */
-    dq_pool_batch *batch = &core->recycled;
-    /* acquire: pairs with the removers' push CAS (their claims and links) */
-    dq_node *removed =
-        atomic_exchange_explicit(&core->removals, NULL, memory_order_acquire);
-    /* acquire: pairs with the push CASes, so every node's payload is
-       visible; the links and states below were then written before those
-       pushes or by this thread (the looper), or acquired with the users
-       count at zero: relaxed */
-    dq_node *top = dq_top_node(atomic_load_explicit(&q->top, memory_order_acquire));
-    for (dq_node *n = top; n != NULL;
-         n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
-        uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
-        if (dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s))
-            dq_report_discard(q, n);
-        n->looper_flags |= DQ_LOOPER_TORN;
-    }
-    /* claimed nodes no longer in the stack: unlinked by a failed delivery
-       or never pushed */
-    dq_node *lists[2] = { removed, core->unswept };
-    for (int l = 0; l < 2; l++) {
-        for (dq_node *n = lists[l]; n != NULL;) {
-            dq_node *next = n->aux_next;
-            if (!(n->looper_flags & DQ_LOOPER_TORN))
-                looper_retire_now(n, batch);
-            n = next;
-        }
-    }
-    /* then the stack itself (retiring clears the TORN marks) */
-    for (dq_node *n = top; n != NULL;) {
-        /* relaxed: as in the walk above */
-        dq_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
-        looper_retire_now(n, batch);
-        n = next;
-    }
-    while (core->limbo_head != NULL) { /* no walker is left to protect */
-        dq_node *n = core->limbo_head;
-        core->limbo_head = n->limbo_next;
-        dq_pool_batch_add(batch, n);
-    }
-    dq_pool_batch_flush(batch);
-    dq_core_unregister(core);
-    dq_fd_drop_all(q); /* listeners go without a call, as Android's do */
-    /* relaxed: no producer can push (the tag stays set) and no walker is
-       inside; an empty tagged stack for whoever still holds a reference */
-    atomic_store_explicit(&q->top, DQ_TOP_QUIT, memory_order_relaxed);
-    dq_heap_fini(&core->sync_heap);
-    dq_heap_fini(&core->async_heap);
-    /* release: a later dq_unref on another thread (acquire) sees NULL */
-    atomic_store_explicit(&q->core, NULL, memory_order_release);
-    free(core);
-}
-
 /* ---- idle handlers ------------------------------------------------------ */
 
 /* Run the idle handlers once; returns whether there were any. */
@@ -497,7 +362,7 @@ static bool looper_run_idle(dq_queue *q)
         return false;
     for (size_t i = 0; i < count; i++)
         if (!copy[i].fn(copy[i].ctx))
-            (void)dq_remove_idle_handler(q, copy[i].fn, copy[i].ctx);
+            (void)dq_idle_handlers_remove(q, copy[i].fn, copy[i].ctx);
     free(copy);
     return true;
 }

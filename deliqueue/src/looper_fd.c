@@ -21,7 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fd.h"
+#include "clock.h"
+#include "core.h"
+#include "looper_fd.h"
 
 #ifdef DQ_FD_SUPPORTED
 

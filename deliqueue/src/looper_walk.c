@@ -3,7 +3,7 @@
  * Consumer only: dq_remove and dq_has called on the queue's own consumer
  * thread, between looper steps.  Reads the looper-only boundary and heaps.
  */
-#include "queue.h"
+#include "looper_walk.h"
 #include "walk.h"
 
 /* On the consumer's own thread between looper steps, the pending messages

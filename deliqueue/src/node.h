@@ -176,4 +176,25 @@ static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
     return gen << DQ_INDEX_BITS | n->index;
 }
 
+/* Looper only: end the node's generation and make it ready for its next post; false
+   when its generations are exhausted (it is never reused, so tokens never
+   repeat). */
+static inline bool dq_node_reset(dq_node *n)
+{
+    /* relaxed: the state's last change was the caller's delivery CAS or
+       a remover's claim, acquired through the removal list (the looper,
+       or its teardown) */
+    uint64_t gen = dq_state_gen(atomic_load_explicit(&n->state, memory_order_relaxed));
+    if (gen >= DQ_GEN_MAX)
+        return false;
+    /* relaxed: a stale-token reader only needs to see a different
+       generation; the node's next producer gets this value through the
+       pool's free map (release/acquire) */
+    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
+                          memory_order_relaxed);
+    n->looper_flags = 0;
+    n->heap.index = DQ_HEAP_NONE;
+    return true;
+}
+
 #endif /* DELIQUEUE_SRC_NODE_H */

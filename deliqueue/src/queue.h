@@ -11,6 +11,9 @@
  *    looper bookkeeping).  Freed by the looper at teardown, once the
  *    tagged user count says no remover or walker is inside.
  *
+ * The functions on the core are declared by the files that define them
+ * (core.h, walk.h, fd.h, looper_fd.h, looper_walk.h).
+ *
  * Cache lines: the stack top (every producer) and the sleep word (written
  * by the consumer, read by every producer) are kept apart from each other
  * and from the handle's cold fields.
@@ -26,11 +29,9 @@
 #include <deliqueue/deliqueue.h>
 #include "heap.h"
 
-#include "clock.h"
 #include "node.h"
 #include "pool.h"
 #include "registry.h"
-#include "trace.h"
 #include "wait.h"
 
 #define DQ_CACHE_LINE 64
@@ -119,8 +120,8 @@ struct dq_queue {
     _Atomic(dq_core *) core;   /* NULL after teardown */
     dq_options opts;
 
-    _Atomic(dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
-    pthread_mutex_t idle_lock;           /* guards the idle handler array */
+    _Atomic(struct dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
+    pthread_mutex_t idle_lock;                  /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t idle_count, idle_capacity;
 };
@@ -136,34 +137,5 @@ static inline dq_core *dq_queue_core(dq_queue *q)
 {
     return atomic_load_explicit(&q->core, memory_order_acquire);
 }
-
-/* -- any thread (any_lifecycle.c, any_post.c, any_claim.c) -- */
-
-/* Enter as a remover/walker: 0, or -ESHUTDOWN once the core is going:
-   after dq_quit, or once a quit_safely drain has ended (the teardown sets
-   the bit; a drain in progress still lets removers in). */
-int dq_users_enter(dq_queue *q);
-void dq_users_leave(dq_queue *q);
-/* Wake the consumer if it sleeps (quit, barrier removal). */
-void dq_wake_consumer(dq_queue *q);
-/* Report a claimed message to on_discard (copy of its payload). */
-void dq_report_discard(dq_queue *q, const dq_node *n);
-/* Claim and report every pending message due after cut (the quit_safely
-   trim, after the quit tag has frozen the stack). */
-void dq_claim_due_after(dq_queue *q, int64_t cut);
-/* Take a core off the live cores' list (teardown, before freeing it). */
-void dq_core_unregister(dq_core *core);
-
-/* -- consumer only (looper.c) -- */
-/* Whether the calling thread is q's consumer: then the heaps and the
-   boundary are its own to read between looper steps, and nothing it can
-   reach is retired while it reads. */
-bool dq_looper_is_self(dq_queue *q);
-/* Make the calling thread q's consumer if it has none: 0, or -EPERM if
-   another thread is. */
-int dq_looper_claim(dq_queue *q);
-/* Tear down the core: only with the queue quitting and no other thread
-   able to consume (the consumer, or the last reference). */
-void dq_looper_teardown(dq_queue *q);
 
 #endif /* DELIQUEUE_SRC_QUEUE_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Walking the stack: what a walk from any thread (dq_remove, dq_has,
- * dq_pending, dq_is_idle, the quit_safely trim; any_claim.c) and the
- * consumer's own walk of its heaps (looper_walk.c) share.  Nodes met
+ * dq_pending, dq_is_idle, the quit_safely trim; any_claim.c, core_walk.c)
+ * and the consumer's own walk of its heaps (looper_walk.c) share.  Nodes met
  * through the stack are type-stable (pool.h), so these reads are safe
  * inside a grace period (walk_begin) or on the consumer's thread.
  */
@@ -59,8 +59,17 @@ static inline bool dq_match_walk_hit(const dq_match *match, dq_node *n, uint64_t
    (dq_has).  Returns whether the walk is over.  Any thread. */
 bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s);
 
-/* The consumer's walk, on its own thread between looper steps
-   (looper_walk.c): the unswept posts and the heaps' members. */
-void dq_looper_match_walk(dq_match_walk *w, dq_core *core);
+/* Hand nodes the caller claimed (REMOVED), chained first .. last through
+   aux_next, to the looper for unlinking.  Any thread. */
+void dq_push_removals(dq_core *core, dq_node *first, dq_node *last);
+
+/* A walker's grace period from any thread: the looper recycles nothing it
+   unlinked after the walker's epoch began until dq_walk_end. */
+uint64_t dq_walk_begin(dq_core *core);
+void dq_walk_end(dq_core *core, uint64_t e);
+
+/* dq_quit_safely's trim: claim and report every pending message due after
+   cut (after the quit tag has frozen the stack). */
+void dq_claim_due_after(dq_queue *q, int64_t cut);
 
 #endif /* DELIQUEUE_SRC_WALK_H */
