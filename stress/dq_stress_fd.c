@@ -15,7 +15,7 @@
  * go.  (Not inside the listener: the queue's DEL of a number closed there
  * may meet a file another thread has just opened with it, a race on the
  * number that Android's Looper also tolerates and that TSan reports;
- * fd_test.c closes inside listeners, on one thread.)
+ * fd_test_reuse.c closes inside listeners, on one thread.)
  *
  * Invariants, checked as it runs and at the end:
  *   - every byte written arrives once, in order, on the pipe it was
