@@ -7,6 +7,7 @@
  *             [--progress-interval=SECONDS] [--scenario=NAME]
  *             [--liveness-bound-ms=N] [--thread-churn=0|1]
  *             [--max-thread-starts=N] [--rss-bound-after=SECONDS]
+ *   dq_stress --help       (every flag, what it sets, its default)
  *
  * The run is a sequence of epochs.  Each epoch creates a queue, races
  * producers, removers (dq_remove/dq_has by criteria), cancellers (dq_cancel

@@ -66,17 +66,76 @@ static long rss_base;
 
 /* ---- command line ----------------------------------------------------------- */
 
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+/* Every flag dq_stress takes (--NAME=VALUE), in the order usage() prints
+   them.  parse_args refuses any other name, so --help lists exactly what
+   the parser accepts; stress/README.md lists them too (a contract:
+   tools/soak relies on it), and //stress:cli_doc_test checks that the two
+   lists name the same flags. */
+static const struct flag {
+    const char *name;
+    const char *value;
+    const char *what;
+} flags[] = {
+    { "duration", "SECONDS", "how long the run lasts (default 10)" },
+    { "seed", "N", "the seed of every random choice (default 1)" },
+    { "producers", "N", "producer threads, 1 to 128 (default 2)" },
+    { "removers", "N", "dq_remove/dq_has threads, 0 to 64 (default 1)" },
+    { "cancellers", "N", "dq_cancel threads, 0 to 64 (default 1)" },
+    { "barriers", "N",
+      "barrier threads, 0 to 64 (default 1; at least 2\n"
+      "in the barrier and liveness scenarios)" },
+    { "json", "PATH", "also write the JSON summary to PATH" },
+    { "progress-interval", "SECONDS", "a progress line every SECONDS (default 2)" },
+    { "scenario", "NAME", "mixed (default), churn, order, barrier or\nliveness" },
+    { "liveness-bound-ms", "N",
+      "scenario liveness: how long a deliverable\n"
+      "message may wait while the consumer sleeps\n"
+      "(default " STR(LIVENESS_BOUND_MS_DEFAULT) ")" },
+    { "thread-churn", "0|1",
+      "1: start and join the worker threads every\n"
+      "epoch (default 0: they live for the run)" },
+    { "max-thread-starts", "N",
+      "with thread churn, start at most N threads\n"
+      "(0: no bound; default 2000 under an emulator,\n"
+      "else 0)" },
+    { "rss-bound-after", "SECONDS",
+      "resident memory at SECONDS is a base, and more\n"
+      "than twice it afterwards a violation (default\n"
+      "0: off)" },
+};
+#define N_FLAGS (sizeof flags / sizeof flags[0])
+
+static const struct flag *flag_named(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_FLAGS; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+            return &flags[i];
+    return NULL;
+}
+
+static void print_usage(FILE *f)
+{
+    fprintf(f, "usage: dq_stress [--NAME=VALUE]...\n");
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        char both[64];
+        snprintf(both, sizeof both, "--%s=%s", flags[i].name, flags[i].value);
+        fprintf(f, "  %-27s ", both);
+        const char *w = flags[i].what;
+        for (const char *nl; (nl = strchr(w, '\n')) != NULL; w = nl + 1)
+            fprintf(f, "%.*s\n%30s", (int)(nl - w), w, "");
+        fprintf(f, "%s\n", w);
+    }
+    fprintf(f, "  %-27s %s\n", "--help, -h", "this text, on stdout (exit 0)");
+    fprintf(f, "exit status: 0 pass, 1 violation, 2 usage error\n");
+}
+
 static void usage(const char *why)
 {
-    fprintf(stderr,
-            "dq_stress: %s\n"
-            "usage: dq_stress --duration=SECONDS --seed=N --producers=N --removers=N\n"
-            "                 --cancellers=N --barriers=N [--json=PATH]\n"
-            "                 [--progress-interval=SECONDS] [--scenario=NAME]\n"
-            "                 [--liveness-bound-ms=N] [--thread-churn=0|1]\n"
-            "                 [--max-thread-starts=N] [--rss-bound-after=SECONDS]\n"
-            "scenarios: mixed (default), churn, order, barrier, liveness\n",
-            why);
+    fprintf(stderr, "dq_stress: %s\n", why);
+    print_usage(stderr);
     exit(2);
 }
 
@@ -114,8 +173,10 @@ static void parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-            usage("help");
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_usage(stdout);
+            exit(0);
+        }
         if (strncmp(a, "--", 2) != 0 || strchr(a, '=') == NULL) {
             char why[256];
             snprintf(why, sizeof why, "unexpected argument '%s'", a);
@@ -124,6 +185,11 @@ static void parse_args(int argc, char **argv)
         const char *eq = strchr(a, '=');
         size_t nl = (size_t)(eq - a - 2);
         const char *v = eq + 1;
+        if (flag_named(a + 2, nl) == NULL) {
+            char why[256];
+            snprintf(why, sizeof why, "unknown option '%.*s'", (int)(nl + 2), a);
+            usage(why);
+        }
 #define IS(n) (nl == strlen(n) && strncmp(a + 2, n, nl) == 0)
         if (IS("duration"))
             cfg.duration = parse_double("duration", v, 0, 1e7);
@@ -153,7 +219,8 @@ static void parse_args(int argc, char **argv)
             cfg.liveness_bound_ms = (int)parse_u64("liveness-bound-ms", v, 3600000);
         else {
             char why[256];
-            snprintf(why, sizeof why, "unknown option '%.*s'", (int)(nl + 2), a);
+            snprintf(why, sizeof why, "'%.*s' is in flags[] but not parsed",
+                     (int)(nl + 2), a);
             usage(why);
         }
 #undef IS
