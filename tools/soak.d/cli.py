@@ -1,6 +1,6 @@
 """tools/soak: run the stress binary on many targets, write a report.
 
-See `tools/soak --help` and the README section "Soak runs (main job)".
+See `tools/soak --help` and docs/farm.md, "Soak runs".
 Exit status: 0 every run completed and passed; 1 some run FAILED or was
 LOST; 2 bad usage; 3 nothing could be run (setup error)."""
 
