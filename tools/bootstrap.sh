@@ -52,7 +52,7 @@ HOST_PACKAGES=(
   valgrind gnuplot-nox openssh-server chromium python3
   file dpkg-dev spin trace-cmd
   bazel-skylib bazel-platforms bazel-rules-java
-  pkg-config clang-format-14
+  pkg-config clang-format-14 universal-ctags
   libuv1-dev libglib2.0-dev
 )
 

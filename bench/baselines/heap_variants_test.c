@@ -15,7 +15,9 @@ DQ_HEAP_DEFINE(branchy_heap, dq_key_less_branchy)
 
 Test(heap_variants, the_branchy_comparator_agrees_with_dq_key_less)
 {
-    const int64_t v[] = { INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX };
+    const int64_t v[] = {
+        INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX
+    };
     const int64_t seqs[] = { 0, 1, 2, INT64_C(1) << 62, INT64_MAX - 1, INT64_MAX };
     for (size_t i = 0; i < 7; i++)
         for (size_t j = 0; j < 7; j++)
@@ -24,7 +26,8 @@ Test(heap_variants, the_branchy_comparator_agrees_with_dq_key_less)
                     dq_key a = { v[i], seqs[k] }, b = { v[j], seqs[l] };
                     cr_assert_eq(dq_key_less_branchy(a, b), dq_key_less(a, b),
                                  "(%lld,%lld) vs (%lld,%lld)", (long long)v[i],
-                                 (long long)seqs[k], (long long)v[j], (long long)seqs[l]);
+                                 (long long)seqs[k], (long long)v[j],
+                                 (long long)seqs[l]);
                 }
 }
 
@@ -54,7 +57,8 @@ static void check_order(int (*push)(dq_heap *, dq_heap_elem *, dq_key),
         size_t popped = 0;
         for (dq_heap_elem *e; (e = pop(&h)) != NULL; popped++) {
             item *x = (item *)e;
-            cr_assert(!dq_key_less(x->key, prev), "heap order broken at pop %zu", popped);
+            cr_assert(!dq_key_less(x->key, prev), "heap order broken at pop %zu",
+                      popped);
             cr_assert_eq(e->index, DQ_HEAP_NONE);
             prev = x->key;
         }

@@ -85,7 +85,7 @@ RULES = [
             dq_report_discard(q, n);
         if (!barrier && dq_trace_on())
             dq_trace_cancel(q, n->msg.what);
-        push_removal(core, n);
+        dq_push_removals(core, n, n);
         if (barrier)
             dq_wake_consumer(q); /* held sync messages may now be due */
     }""",
@@ -95,7 +95,7 @@ RULES = [
             dq_report_discard(q, n);
         if (!barrier && dq_trace_on())
             dq_trace_cancel(q, n->msg.what);
-        push_removal(core, n);
+        dq_push_removals(core, n, n);
         if (barrier)
             dq_wake_consumer(q);
         return 0;
