@@ -2,15 +2,15 @@
  * drain.pml: dq_quit_safely and the drain that follows it.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any_*.c   dq_quit_safely (tag_top, quit_time,
+ *   deliqueue/src/any_*.c, core*.c  dq_quit_safely (tag_top, quit_time,
  *                           dq_claim_due_after, raise_quit_mode),
  *                           dq_wake_consumer,
- *                           wake_sleeper, post_node_with, post_pushed,
+ *                           dq_wake_sleeper, post_node_with, post_pushed,
  *                           match_walk_run (dq_remove), claim_token,
- *                           push_removals, dq_users_enter, dq_users_leave
+ *                           dq_push_removals, dq_users_enter, dq_users_leave
  *   deliqueue/src/looper.c  looper_next, looper_await_quit_mode,
  *                           looper_collect, looper_pick, looper_take, looper_sleep,
- *                           dq_looper_teardown
+ *                           dq_looper_teardown (core.c)
  *
  * Threads: the consumer; a producer posting one due-now message (M1,
  * racing with the quit; the clock may tick just before its read); a
@@ -332,7 +332,7 @@ proctype producer() {
      s = sleepw;                            /* post_pushed: seq_cst load */
      if
      :: s != AWAKE && due[M1] < s ->        /* wake_for_post */
-        /* wake_sleeper: the CAS and the winner's signal as one step (a
+        /* dq_wake_sleeper: the CAS and the winner's signal as one step (a
            sleeper re-reads top after its store anyway) */
         atomic { if :: sleepw == s -> sleepw = AWAKE; event++ :: else fi }
      :: else
@@ -363,7 +363,7 @@ proctype quitter() {
   atomic { DRAINED(TQ) -> if :: mode == RUNNING -> mode = SAFELY :: else fi };
 #endif
   /* dq_claim_due_after: dq_users_enter, a walk claiming what is due after
-     the cut, push_removals, dq_users_leave */
+     the cut, dq_push_removals, dq_users_leave */
   atomic {
     DRAINED(TQ) ->
     if
@@ -380,7 +380,7 @@ proctype quitter() {
          :: acc[n] && st[n] == PENDING && due[n] > t ->
             st[n] = REMOVED; reports[n]++;  /* claim CAS, dq_report_discard */
             assert(!ripe[n]);               /* never trim a due-now post */
-            removals = removals | (1 << n)  /* push_removals (seq_cst) */
+            removals = removals | (1 << n)  /* dq_push_removals (seq_cst) */
          :: else
          fi
        }
@@ -423,13 +423,13 @@ proctype remover() {
   if
   :: ok ->
      /* match_walk_run: claim CAS PENDING -> REMOVED (acq_rel), report, then
-        push_removals (one step: between them the node is claimed, and
+        dq_push_removals (one step: between them the node is claimed, and
         every other thread's CAS on it fails either way) */
      atomic {
        if
        :: st[M0] == PENDING ->
           st[M0] = REMOVED; reports[M0]++;
-          removals = removals | (1 << M0)   /* push_removals: seq_cst CAS */
+          removals = removals | (1 << M0)   /* dq_push_removals: seq_cst CAS */
        :: else
        fi
      };

@@ -5,11 +5,11 @@
  * C functions abstracted (every step below names its own):
  *   deliqueue/src/looper.c  looper_next, looper_collect, looper_pick,
  *                           looper_take (delivery CAS PENDING->DELIVERED),
- *                           dq_looper_teardown (reports what is still
+ *                           dq_looper_teardown (core.c) (reports what is still
  *                           PENDING, without CAS, once the users drained)
- *   deliqueue/src/any_*.c   post_node_with, claim_token (dq_cancel: CAS
+ *   deliqueue/src/any_*.c, core*.c  post_node_with, claim_token (dq_cancel: CAS
  *                           PENDING->REMOVED), match_walk_run (dq_remove:
- *                           the same CAS), push_removals, dq_quit,
+ *                           the same CAS), dq_push_removals, dq_quit,
  *                           dq_quit_safely (dq_claim_due_after: the same
  *                           CAS on what is due after the cut),
  *                           dq_users_enter, dq_users_leave
@@ -197,7 +197,7 @@ proctype canceller() {
      atomic {                               /* CAS PENDING -> REMOVED (acq_rel) */
        if
        :: st[M0] == PENDING -> st[M0] = REMOVED; report(M0);  /* dq_report_discard */
-          removals = removals | (1 << M0)   /* push_removals */
+          removals = removals | (1 << M0)   /* dq_push_removals */
        :: else
        fi
      };
@@ -215,7 +215,7 @@ proctype remover() {
      atomic {                               /* match_walk_run met M1: claim CAS */
        if
        :: acc[M1] && st[M1] == PENDING -> st[M1] = REMOVED; report(M1);
-          removals = removals | (1 << M1)   /* push_removals */
+          removals = removals | (1 << M1)   /* dq_push_removals */
        :: else
        fi
      };
@@ -242,7 +242,7 @@ proctype quitter() {
             if
             :: acc[n] && st[n] == PENDING && due[n] > quit_time ->
                st[n] = REMOVED; report(n);
-               removals = removals | (1 << n)  /* push_removals */
+               removals = removals | (1 << n)  /* dq_push_removals */
             :: else
             fi
           }

@@ -8,8 +8,8 @@
  *   deliqueue/src/looper_fd.c  dq_looper_fd_step (looper_fd_refresh, the
  *                              listener run), dq_looper_fd_wait
  *   deliqueue/src/fd.h         dq_looper_fd_mark_sleep
- *   deliqueue/src/any_post.c   post_pushed, wake_sleeper, dq_wake_consumer
- *   deliqueue/src/any_fd.c     dq_add_fd_listener (fd_add_locked,
+ *   deliqueue/src/any_post.c, core.c  post_pushed, dq_wake_sleeper, dq_wake_consumer
+ *   deliqueue/src/any_fd.c, core_fd.c  dq_add_fd_listener (fd_add_locked,
  *                              fd_changed), dq_fd_signal
  *   deliqueue/src/wait.c       dq_event_read, dq_event_wait, dq_event_signal
  *
@@ -123,9 +123,9 @@ end_flush:
 inline st_plain(t, loc, x) { atomic { mem_write(loc, x) } }
 #endif
 
-/* wake_sleeper: CAS the word seen to AWAKE; the winner signals the wait
+/* dq_wake_sleeper: CAS the word seen to AWAKE; the winner signals the wait
    the mark names (dq_fd_signal, else dq_event_signal) */
-inline wake_sleeper(t) {
+inline dq_wake_sleeper(t) {
   won = 0;
   atomic { DRAINED(t) -> if :: sleepw == ASLEEP -> sleepw = AWAKE; won = 1 :: else fi };
   if
@@ -146,7 +146,7 @@ inline wake_sleeper(t) {
 /* post_pushed / dq_wake_consumer: seq_cst load of the word */
 inline wake_consumer(t) {
   s = sleepw;
-  if :: s == ASLEEP -> wake_sleeper(t) :: else fi
+  if :: s == ASLEEP -> dq_wake_sleeper(t) :: else fi
 }
 
 /* ---- the consumer ------------------------------------------------------ */

@@ -5,10 +5,10 @@
  * C functions abstracted (every step below names its own):
  *   deliqueue/src/looper.c  looper_next, looper_collect, looper_pick,
  *                           looper_take, looper_sleep, looper_has_news,
- *                           dq_looper_teardown
- *   deliqueue/src/any_*.c   post_node_with, post_pushed, wake_for_post,
- *                           wake_sleeper, dq_wake_consumer, claim_token,
- *                           push_removals, dq_quit (raise_quit_mode,
+ *                           dq_looper_teardown (core.c)
+ *   deliqueue/src/any_*.c, core*.c  post_node_with, post_pushed, wake_for_post,
+ *                           dq_wake_sleeper, dq_wake_consumer, claim_token,
+ *                           dq_push_removals, dq_quit (raise_quit_mode,
  *                           tag_top)
  *   deliqueue/src/wait.c    dq_event_read, dq_event_wait, dq_event_signal
  *
@@ -178,18 +178,18 @@ end_flush:
 inline st_plain(t, loc, x) { atomic { mem_write(loc, x) } }
 #endif
 
-/* wake_sleeper: CAS sleep from the word seen to AWAKE; the winner bumps
+/* dq_wake_sleeper: CAS sleep from the word seen to AWAKE; the winner bumps
    the event (dq_event_signal: fetch_add, then FUTEX_WAKE) */
-inline wake_sleeper(t, s) {
+inline dq_wake_sleeper(t, s) {
   won = 0;
   atomic { DRAINED(t) -> if :: sleepw == s -> sleepw = AWAKE; won = 1 :: else fi };
   if :: won -> atomic { DRAINED(t) -> event++ } :: else fi
 }
 
-/* dq_wake_consumer: seq_cst load of sleep; if asleep, wake_sleeper */
+/* dq_wake_consumer: seq_cst load of sleep; if asleep, dq_wake_sleeper */
 inline wake_consumer(t) {
   s = sleepw;
-  if :: s != AWAKE -> wake_sleeper(t, s) :: else fi
+  if :: s != AWAKE -> dq_wake_sleeper(t, s) :: else fi
 }
 
 /* post_pushed + wake_for_post, for node n of this thread */
@@ -200,7 +200,7 @@ inline post_wake(t, n) {
      dl = s / 2; held = s % 2;              /* wake_for_post */
 #ifdef MUTANT_HELD_SKIPS_WAKE
      if
-     :: due[n] < dl && !(held && !async[n]) -> wake_sleeper(t, s)
+     :: due[n] < dl && !(held && !async[n]) -> dq_wake_sleeper(t, s)
      :: else
      fi
 #else
@@ -210,8 +210,8 @@ inline post_wake(t, n) {
         if
         :: held && !async[n] ->
            hd = held_due;                   /* relaxed, after the load of s */
-           if :: due[n] < hd -> wake_sleeper(t, s) :: else fi
-        :: else -> wake_sleeper(t, s)
+           if :: due[n] < hd -> dq_wake_sleeper(t, s) :: else fi
+        :: else -> dq_wake_sleeper(t, s)
         fi
      fi
 #endif
@@ -386,7 +386,7 @@ active proctype barrier() {
 #ifdef WEAK_REMOVAL_PUSH
         st_plain(TP2, V_REM, 1 << B);
 #else
-        atomic { DRAINED(TP2) -> removals = removals | (1 << B) };  /* push_removals: seq_cst CAS */
+        atomic { DRAINED(TP2) -> removals = removals | (1 << B) };  /* dq_push_removals: seq_cst CAS */
 #endif
         wake_consumer(TP2)                  /* dq_wake_consumer */
      :: else

@@ -4,12 +4,12 @@
  * one leaves.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any_*.c   dq_users_enter (CAS count + 1 while the QUIT
+ *   deliqueue/src/core.c    dq_users_enter (CAS count + 1 while the QUIT
  *                           bit is clear, else -ESHUTDOWN),
  *                           dq_users_leave (fetch_sub; the one that takes
  *                           the word from QUIT|1 signals the event), dq_quit
  *                           (users |= QUIT)
- *   deliqueue/src/looper.c  dq_looper_teardown (users |= QUIT; loop { seen
+ *   deliqueue/src/core.c    dq_looper_teardown (users |= QUIT; loop { seen
  *                           = event; users == QUIT: break; wait(seen) };
  *                           then free the core)
  *   deliqueue/src/wait.c    dq_event_read, dq_event_wait, dq_event_signal

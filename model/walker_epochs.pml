@@ -3,7 +3,7 @@
  * unlinked node only when no walker can stand on it.
  *
  * C functions abstracted (every step below names its own):
- *   deliqueue/src/any_*.c   walk_begin, walk_end, match_walk_run (the
+ *   deliqueue/src/core_walk.c, any_claim.c  dq_walk_begin, dq_walk_end, match_walk_run (the
  *                           walk over the stack's links)
  *   deliqueue/src/looper.c  looper_reclaim (check, advance, recycle),
  *                           looper_retire (retire epoch), and the
@@ -70,7 +70,7 @@
  * Mutants:
  *   -DMUTANT_ADVANCE_UNCHECKED   the looper advances without looking at
  *                                the walker count;
- *   -DMUTANT_WALKER_NO_RELOAD    walk_begin does not re-load the epoch
+ *   -DMUTANT_WALKER_NO_RELOAD    dq_walk_begin does not re-load the epoch
  *                                (caught with -DTSO, see above).
  */
 
@@ -205,13 +205,13 @@ active proctype looper() {
   od
 }
 
-/* ---- a walker: walk_begin, the walk, walk_end --------------------------- */
+/* ---- a walker: dq_walk_begin, the walk, dq_walk_end --------------------------- */
 proctype walker(byte w) {
   byte e, e2, p, c;
 #ifdef TSO
   run flusher(w + 1)
 #endif
-  /* walk_begin */
+  /* dq_walk_begin */
   do
   :: e = epoch;                             /* seq_cst load */
 #ifdef WEAK_WALKER_INC
@@ -240,7 +240,7 @@ proctype walker(byte w) {
   /* on N: its next is left alone, so on to X */
   atomic { on[w] = X; p = 0 };
   on[w] = NONE;
-  /* walk_end: release fetch_sub */
+  /* dq_walk_end: release fetch_sub */
   atomic { DRAINED(w + 1) -> walkers[e % 2]-- };
   e = 0
 }

@@ -97,7 +97,7 @@ static void looper_reclaim(dq_core *core, bool force)
         return;
     uint64_t e = atomic_load_explicit(&core->epoch, memory_order_relaxed);
     /* seq_cst load and store: the looper's half of the Dekker pair in
-       walk_begin.  Parity (e + 1) & 1 counts the walkers of epoch e - 1. */
+       dq_walk_begin.  Parity (e + 1) & 1 counts the walkers of epoch e - 1. */
     if (atomic_load_explicit(&core->walkers[(e + 1) & 1], memory_order_seq_cst) == 0) {
         e++;
         atomic_store_explicit(&core->epoch, e, memory_order_seq_cst);

@@ -4,7 +4,7 @@
  * dq_pending, dq_is_idle, the quit_safely trim; any_claim.c, core_walk.c)
  * and the consumer's own walk of its heaps (looper_walk.c) share.  Nodes met
  * through the stack are type-stable (pool.h), so these reads are safe
- * inside a grace period (walk_begin) or on the consumer's thread.
+ * inside a grace period (dq_walk_begin) or on the consumer's thread.
  */
 #ifndef DELIQUEUE_SRC_WALK_H
 #define DELIQUEUE_SRC_WALK_H
