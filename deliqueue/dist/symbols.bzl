@@ -10,11 +10,17 @@ PUBLIC_SYMBOLS = [
     "dq_add_idle_handler",
     "dq_atomics",
     "dq_backend_fd",
+    "dq_call",
     "dq_cancel",
     "dq_create",
+    "dq_current",
     "dq_has",
+    "dq_invoke",
+    "dq_is_consumer",
     "dq_is_idle",
+    "dq_is_invoke",
     "dq_loop",
+    "dq_loop_once",
     "dq_next",
     "dq_next_until",
     "dq_now",
@@ -24,6 +30,7 @@ PUBLIC_SYMBOLS = [
     "dq_post_at",
     "dq_post_at_front",
     "dq_post_delayed",
+    "dq_post_repeating",
     "dq_post_sync_barrier",
     "dq_quit",
     "dq_quit_safely",
@@ -37,6 +44,7 @@ PUBLIC_SYMBOLS = [
     "dq_trace_enabled",
     "dq_try_next",
     "dq_unref",
+    "dq_wake",
 ]
 
 # The ABI version: the soname's number and the symbol version node.

@@ -15,6 +15,7 @@
 
 #include "core.h"
 #include "fd.h"
+#include "invoke.h"
 #include "pool.h"
 #include "trace.h"
 #include "walk.h"
@@ -63,10 +64,22 @@ dq_queue *dq_create(const dq_options *opts)
         dq_event_fini(&q->wake);
         goto fail;
     }
+    if (pthread_mutex_init(&q->calls.lock, NULL) != 0) {
+        pthread_mutex_destroy(&q->idle_lock);
+        dq_event_fini(&q->wake);
+        goto fail;
+    }
+    if (dq_ident_take(q) != 0) {
+        pthread_mutex_destroy(&q->calls.lock);
+        pthread_mutex_destroy(&q->idle_lock);
+        dq_event_fini(&q->wake);
+        goto fail;
+    }
     atomic_init(&q->top, 0);
     atomic_init(&q->sleep, DQ_AWAKE);
     atomic_init(&q->fd_state, NULL);
     atomic_init(&q->fd_changed, 0);
+    atomic_init(&q->woken, 0);
     atomic_init(&q->users, 0);
     atomic_init(&q->refs, 1);
     atomic_init(&q->quit_mode, DQ_RUNNING);
@@ -122,8 +135,10 @@ void dq_unref(dq_queue *q)
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
     dq_fd_free(q);
+    dq_ident_end(q); /* dq_current answers NULL for q from here on */
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
+    pthread_mutex_destroy(&q->calls.lock);
     free(q->idle);
     dq_trace_names_free(&q->trace_name);
     free(q);
@@ -210,6 +225,10 @@ void dq_quit(dq_queue *q)
        fetch_or and its acquire of the count at zero. */
     atomic_fetch_or_explicit(&q->users, DQ_USERS_QUIT, memory_order_acq_rel);
     dq_wake_consumer(q);
+    /* dq_call's waiters leave now, each unless its fn has started,
+       whatever the consumer is busy with (the mode is raised: they see
+       it once signalled) */
+    dq_calls_release(q);
 }
 
 /* dq_quit_safely: the tag, then the cut-off time, then the trim, then the

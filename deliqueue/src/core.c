@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The floor below both sides (core.h): the tagged user count, the
- * consumer's identity, discard reports, waking the consumer, idle handler
- * removal, the live cores' registry and the core's teardown.  Calls only
- * down: the pool, the wait, the fd table (core_fd.c) and tracing.
+ * consumer's identity and the calling thread's current queue, discard
+ * reports, waking the consumer, idle handler removal, the live cores'
+ * registry and the core's teardown.  Calls only down or across the floor:
+ * the pool, the wait, the fd table (core_fd.c), dq_call's records
+ * (core_invoke.c) and tracing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -14,6 +16,7 @@
 
 #include "core.h"
 #include "fd.h"
+#include "invoke.h"
 #include "pool.h"
 #include "registry.h"
 #include "trace.h"
@@ -82,6 +85,77 @@ int dq_looper_claim(dq_queue *q)
         return 0;
     return -EPERM;
 }
+/* ---- the calling thread's current queue --------------------------------- */
+
+/* Slots live for the process: a thread may hold one long after its queue
+   is gone.  Taken and given back under a lock, once per queue's life. */
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static dq_ident *ident_free;
+
+int dq_ident_take(dq_queue *q)
+{
+    pthread_mutex_lock(&ident_lock);
+    dq_ident *id = ident_free;
+    if (id != NULL)
+        ident_free = id->next_free;
+    pthread_mutex_unlock(&ident_lock);
+    if (id == NULL) {
+        id = malloc(sizeof(*id));
+        if (id == NULL)
+            return -ENOMEM;
+        atomic_init(&id->gen, 0);
+    }
+    q->ident = id;
+    /* relaxed: the slot came through the lock (or is new); only this
+       queue moves its generation from here on */
+    q->ident_gen = atomic_load_explicit(&id->gen, memory_order_relaxed);
+    return 0;
+}
+
+void dq_ident_end(dq_queue *q)
+{
+    dq_ident *id = q->ident;
+    /* relaxed: a thread's dq_current only compares the generation, and
+       reads nothing of the queue through it */
+    atomic_store_explicit(&id->gen, q->ident_gen + 1, memory_order_relaxed);
+    pthread_mutex_lock(&ident_lock);
+    id->next_free = ident_free;
+    ident_free = id;
+    pthread_mutex_unlock(&ident_lock);
+}
+
+/* The innermost consumer call in progress on this thread, or, with none
+   in progress, the queue of its latest one; depth counts the calls in
+   progress. */
+static _Thread_local dq_consumer_frame current;
+static _Thread_local unsigned current_depth;
+
+void dq_consumer_enter(dq_queue *q, dq_consumer_frame *saved)
+{
+    *saved = current;
+    current_depth++;
+    current = (dq_consumer_frame){ q, q->ident, q->ident_gen };
+}
+
+void dq_consumer_leave(const dq_consumer_frame *saved)
+{
+    if (--current_depth > 0)
+        current = *saved;
+}
+
+dq_queue *dq_consumer_current(void)
+{
+    if (current.q == NULL)
+        return NULL;
+    /* relaxed: see dq_ident_end */
+    if (atomic_load_explicit(&current.ident->gen, memory_order_relaxed) !=
+        current.gen) {
+        current.q = NULL; /* destroyed: forget it */
+        return NULL;
+    }
+    return current.q;
+}
+
 /* ---- discards and wake-ups ---------------------------------------------- */
 
 void dq_report_discard(dq_queue *q, const dq_node *n)
@@ -91,6 +165,8 @@ void dq_report_discard(dq_queue *q, const dq_node *n)
         dq_node_msg(n, &copy);
         q->opts.on_discard(&copy, q->opts.ctx);
     }
+    if (dq_invoke_is_call(n->msg.target, n->msg.what))
+        dq_call_discarded(n->msg.obj);
 }
 void dq_wake_sleeper(dq_queue *q, int64_t seen)
 {
@@ -204,7 +280,10 @@ void dq_looper_teardown(dq_queue *q)
     for (dq_node *n = top; n != NULL;
          n = atomic_load_explicit(&n->next, memory_order_relaxed)) {
         uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
-        if (dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s))
+        /* pending, or a repeating post its consumer left in a delivery
+           (it has not called since): either way live, and its end is
+           reported once, here */
+        if (dq_state_live(s) && !dq_node_is_barrier(s))
             dq_report_discard(q, n);
         n->looper_flags |= DQ_LOOPER_TORN;
     }

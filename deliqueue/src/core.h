@@ -35,9 +35,43 @@ bool dq_looper_is_self(dq_queue *q);
    another thread is. */
 int dq_looper_claim(dq_queue *q);
 
+/* ---- the calling thread's queue, for dq_current (any thread) ---- */
+
+/* A queue's life as dq_current checks it: a slot that is never freed,
+   whose generation moves when the queue that holds it is destroyed, so a
+   thread that remembers (queue, slot, generation) can tell a destroyed
+   queue from a live one, even one made later at the same address. */
+typedef struct dq_ident {
+    _Atomic(uint64_t) gen;
+    struct dq_ident *next_free; /* under the slots' lock */
+} dq_ident;
+
+/* Give q a slot (dq_create): 0 or -ENOMEM. */
+int dq_ident_take(dq_queue *q);
+/* q is destroyed (its last dq_unref): the slot's generation moves on. */
+void dq_ident_end(dq_queue *q);
+
+/* What a consumer call saved of the thread's current queue. */
+typedef struct dq_consumer_frame {
+    dq_queue *q;
+    dq_ident *ident;
+    uint64_t gen;
+} dq_consumer_frame;
+
+/* Around every consumer call on q (and every run of a function on q's
+   consumer, dq_invoke and dq_call inline): q is the thread's current
+   queue inside.  Leaving a call made inside another one's callback gives
+   the outer queue back; leaving the outermost keeps q, so dq_current
+   answers q between calls too. */
+void dq_consumer_enter(dq_queue *q, dq_consumer_frame *saved);
+void dq_consumer_leave(const dq_consumer_frame *saved);
+/* The current queue, or NULL (none, or destroyed). */
+dq_queue *dq_consumer_current(void);
+
 /* ---- discards and wake-ups (any thread) ---- */
 
-/* Report a claimed message to on_discard (copy of its payload). */
+/* Report a claimed message to on_discard (copy of its payload); a
+   dq_call message's discard also releases its waiter (invoke.h). */
 void dq_report_discard(dq_queue *q, const dq_node *n);
 /* Wake the consumer if it sleeps (quit, barrier removal, fd changes). */
 void dq_wake_consumer(dq_queue *q);

@@ -129,8 +129,9 @@ static void looper_sweep_node(dq_core *core, dq_node *n)
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
     if (dq_state_life(s) != DQ_PENDING)
         return;
-    int64_t seq = n->due == DQ_KEY_FRONT ? core->next_front_seq-- : core->next_seq++;
-    dq_key key = { n->due, seq };
+    int64_t due = dq_node_due(n);
+    int64_t seq = due == DQ_KEY_FRONT ? core->next_front_seq-- : core->next_seq++;
+    dq_key key = { due, seq };
     /* cannot fail: looper_sweep reserved room in both parts.  A message
        due by sweep_now (a due-now post) goes to the due run when it sorts
        after the run's last: O(1), not a sift through the delayed ones. */
@@ -155,7 +156,7 @@ static int looper_sweep(dq_queue *q, dq_core *core)
         n->prev = lowest;
         lowest = n;
         count++;
-        due += n->due <= core->sweep_now;
+        due += dq_node_due(n) <= core->sweep_now;
     }
     if (dq_heap_reserve(&core->sync_heap, core->sync_heap.count + count) != 0 ||
         dq_heap_reserve(&core->async_heap, core->async_heap.count + count) != 0 ||
@@ -302,7 +303,7 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline, bool 
     dq_node *a = heap_min(&core->async_heap);
     *held = s != NULL && node_is_barrier(s);
     if (*held)
-        *held_due = s->due;
+        *held_due = dq_node_due(s);
     dq_node *next;
     if (*held || s == NULL)
         next = a;
@@ -317,9 +318,10 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline, bool 
         *deadline = INT64_MAX;
         return NULL;
     }
-    if (next->due <= now)
+    int64_t due = dq_node_due(next);
+    if (due <= now)
         return next;
-    *deadline = next->due;
+    *deadline = due;
     return NULL;
 }
 
@@ -337,12 +339,113 @@ static bool looper_take(dq_queue *q, dq_core *core, dq_node *n, dq_msg *out)
               &n->state, &s, dq_state_with_life(s, DQ_DELIVERED), memory_order_relaxed,
               memory_order_relaxed);
     looper_heap_remove(core, n);
+    if (won && dq_node_is_repeating(s)) {
+        /* a repeating post stays in the stack, live, through its
+           delivery: looper_rearm takes it on from here */
+        dq_node_msg(n, out);
+        core->in_flight = n;
+        return true;
+    }
     looper_unlink(q, core, n);
     if (!won)
         return false; /* the remover's entry in the removal list retires it */
     dq_node_msg(n, out);
     looper_retire(core, n);
     return true;
+}
+
+/* ---- repeating posts ---------------------------------------------------- */
+
+/* The due of a repeating post's next occurrence, its last one due at
+   dq_node_due(n), with the clock at now (the end of that delivery). */
+static int64_t looper_next_due(const dq_node *n, int64_t now)
+{
+    int64_t due = dq_node_due(n), period = n->period;
+    if (n->repeat_mode == DQ_FIXED_DELAY)
+        return dq_when_after(now, period);
+    /* DQ_FIXED_RATE: the first point of the grid due + k * period (k >=
+       1) not before now.  A late delivery does not move the grid, and
+       the points passed while late are skipped, not delivered at once.
+       Saturates, as dq_post_delayed does. */
+    if (due > INT64_MAX - period)
+        return INT64_MAX;
+    if (due + period >= now)
+        return due + period;
+    uint64_t behind = (uint64_t)(now - due); /* > period, < 2^63 */
+    uint64_t k = (behind + (uint64_t)period - 1) / (uint64_t)period;
+    if (k > (uint64_t)(INT64_MAX - due) / (uint64_t)period)
+        return INT64_MAX;
+    return due + (int64_t)(k * (uint64_t)period);
+}
+
+/* End a repeating post on the looper (the queue quits): claim it from
+   state s (in a delivery, or just re-armed) and report it.  If a claimer
+   won first, it reported the post and pushed it onto the removal list,
+   which retires it. */
+static void looper_end_repeating(dq_queue *q, dq_core *core, dq_node *n, uint64_t s)
+{
+    /* relaxed: atomicity alone decides, as the delivery CAS; we have the
+       payload since the sweep */
+    if (!atomic_compare_exchange_strong_explicit(
+            &n->state, &s, dq_state_with_life(s, DQ_REMOVED), memory_order_relaxed,
+            memory_order_relaxed))
+        return;
+    dq_report_discard(q, n);
+    looper_heap_remove(core, n);
+    looper_unlink(q, core, n);
+    looper_retire(core, n);
+}
+
+/* The delivery of core->in_flight, a repeating post, is over (its dispatch
+   returned, or the consumer called again): re-arm the same node, so its
+   token stays good, with the next occurrence's due, back in its heap;
+   unless a claim ended it meanwhile (then it waits on the removal list
+   for the next collect) or the queue is quitting (then it ends here,
+   reported once).  0, or -ENOMEM with nothing changed (no heap room: the
+   next consumer call tries again). */
+static int looper_rearm(dq_queue *q, dq_core *core)
+{
+    dq_node *n = core->in_flight;
+    if (n == NULL)
+        return 0;
+    dq_heap *h = heap_of(core, n);
+    if (dq_heap_reserve(h, h->count + 1) != 0 || dq_heap_reserve_run(h, 1) != 0)
+        return -ENOMEM;
+    core->in_flight = NULL;
+    int64_t now = dq_now();
+    /* relaxed: only this thread moves a live node out of a delivery; a
+       claimer's move is seen by the CAS */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
+    if (dq_state_life(s) != DQ_DELIVERED)
+        return 0; /* claimed: the removal list's entry retires it */
+    /* acquire: as looper_next's read of the tag; a tag we miss here is
+       caught after the CAS below */
+    if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT) {
+        looper_end_repeating(q, core, n, s);
+        return 0;
+    }
+    int64_t due = looper_next_due(n, now);
+    /* relaxed: published by the CAS's release to walkers and claimers
+       that acquire PENDING; one that reads the due while we move it sees
+       this occurrence or the last (node.h, dq_node_due) */
+    atomic_store_explicit(&n->due, due, memory_order_relaxed);
+    /* seq_cst: release, for the due above; and the first half of a
+       Dekker pair with dq_quit_safely, whose trim walks after its tag
+       and a seq_cst fence (dq_claim_due_after): either we see the tag
+       below or its walk sees PENDING.  Failure relaxed: a claim won, and
+       its removal list entry retires the node. */
+    if (!atomic_compare_exchange_strong_explicit(
+            &n->state, &s, dq_state_with_life(s, DQ_PENDING), memory_order_seq_cst,
+            memory_order_relaxed))
+        return 0;
+    if (atomic_load_explicit(&q->top, memory_order_seq_cst) & DQ_TOP_QUIT) {
+        looper_end_repeating(q, core, n, dq_state_with_life(s, DQ_PENDING));
+        return 0;
+    }
+    dq_key key = { due, core->next_seq++ };
+    /* cannot fail: room reserved above */
+    (void)dq_heap_push_due(h, &n->heap, key, now);
+    return 0;
 }
 
 /* ---- quitting ----------------------------------------------------------- */
@@ -396,13 +499,42 @@ static inline bool looper_has_news(dq_queue *q, dq_core *core, memory_order mo)
            atomic_load_explicit(&q->fd_changed, mo) != 0;
 }
 
-/* Sleep until deadline or news.  With park (dq_try_next under a host
-   loop, dq_backend_fd) publish the sleep word and return false without
-   waiting: the word stays published while the host loop waits on the
-   backend fd, so posts and quits wake it as they would wake us.  True:
-   awake again. */
+/* How a consumer call waits (looper_steps' flags).  LOOPER_WAKEABLE: a
+   dq_wake ends the wait with -EINTR (dq_next_until, dq_loop_once).
+   LOOPER_FD_RETURN: return LOOPER_RAN_FD once fd listeners ran, instead
+   of going on (dq_loop_once). */
+#define LOOPER_WAKEABLE  1u
+#define LOOPER_FD_RETURN 2u
+#define LOOPER_RAN_FD    1
+
+/* News for a wakeable wait: the news, or a dq_wake.  The flag's load
+   has the order mo, as the others': seq_cst after the sleep word is
+   published, the second half of the Dekker pair with dq_wake (its
+   seq_cst exchange of the flag, then its seq_cst load of the word). */
+static inline bool looper_has_news_or_wake(dq_queue *q, dq_core *core, unsigned flags,
+                                           memory_order mo)
+{
+    return looper_has_news(q, core, mo) ||
+           ((flags & LOOPER_WAKEABLE) && atomic_load_explicit(&q->woken, mo) != 0);
+}
+
+/* Take a pending dq_wake: whether there was one.  A relaxed test first:
+   the exchange is a locked instruction, and wakes are rare.  acquire:
+   pairs with dq_wake's release (seq_cst) exchange, so what its caller did
+   before happens before our return. */
+static bool looper_take_wake(dq_queue *q)
+{
+    return atomic_load_explicit(&q->woken, memory_order_relaxed) != 0 &&
+           atomic_exchange_explicit(&q->woken, 0, memory_order_acquire) != 0;
+}
+
+/* Sleep until deadline or news (with LOOPER_WAKEABLE in flags, or a
+   dq_wake).  With park (dq_try_next under a host loop, dq_backend_fd)
+   publish the sleep word and return false without waiting: the word
+   stays published while the host loop waits on the backend fd, so posts
+   and quits wake it as they would wake us.  True: awake again. */
 static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held,
-                         int64_t held_due, bool park)
+                         int64_t held_due, bool park, unsigned flags)
 {
     /* Poll a little before parking: a post that lands within the spin
        costs neither its producer the wake syscall nor the message the
@@ -415,7 +547,7 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
         /* acquire: see looper_has_news */
-        if (looper_has_news(q, core, memory_order_acquire))
+        if (looper_has_news_or_wake(q, core, flags, memory_order_acquire))
             return true;
         dq_arch_cpu_relax();
         if (i % 16 == 0 && dq_clock_real() >= spin_end)
@@ -432,10 +564,11 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
     if (held)
         atomic_store_explicit(&q->held_due, held_due, memory_order_relaxed);
     /* seq_cst exchange then seq_cst loads: our half of the Dekker pairs with
-       the producers (push, then read sleep) and with quit / barrier
-       removal (tag or removal push, then read sleep) */
+       the producers (push, then read sleep), with quit / barrier
+       removal (tag or removal push, then read sleep) and, in a wakeable
+       wait, with dq_wake (flag, then read sleep) */
     looper_publish_sleep(q, word);
-    if (!looper_has_news(q, core, memory_order_seq_cst)) {
+    if (!looper_has_news_or_wake(q, core, flags, memory_order_seq_cst)) {
         if (park) {
             dq_looper_fd_park(q, deadline);
             return false;
@@ -499,19 +632,22 @@ static __attribute__((noinline)) void looper_trace_backlog(dq_queue *q, dq_core 
     }
 }
 
-static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
+/* One consumer call's steps, until a message is taken (0, in *out), or
+   until: -ETIMEDOUT; NO_WAIT: -EAGAIN.  flags: LOOPER_WAKEABLE,
+   LOOPER_FD_RETURN.  The caller is q's consumer. */
+static int looper_steps(dq_queue *q, dq_msg *out, int64_t until, unsigned flags)
 {
-    if (q == NULL || out == NULL)
-        return -EINVAL;
-    int err = dq_looper_claim(q);
-    if (err)
-        return err;
     /* The claimed consumer reads the core atomic_init stored before q was
        shared, or the NULL its own teardown stored (dq_queue_core); acquire
        pairs with the teardown's release for any other reader. */
     dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
     if (core == NULL)
         return -ESHUTDOWN;
+    /* a repeating post handed out by the previous call: that delivery is
+       over now */
+    int err = looper_rearm(q, core);
+    if (err)
+        return err;
     bool idle_ran = false, fd_polled = false;
     for (;;) {
         /* Learn about a quit BEFORE collecting: once the tag is set no push
@@ -545,8 +681,11 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         /* fd listeners first when fairness says so (looper_fd.c); they
            may post or remove, so the step starts again after them */
         if (dq_looper_fd_on(q) &&
-            dq_looper_fd_step(q, now, n != NULL, n != NULL ? n->due : 0) > 0)
+            dq_looper_fd_step(q, now, n != NULL, n != NULL ? dq_node_due(n) : 0) > 0) {
+            if (flags & LOOPER_FD_RETURN)
+                return LOOPER_RAN_FD;
             continue;
+        }
         if (n != NULL) {
             bool taken = looper_take(q, core, n, out);
             if (dq_trace_on())
@@ -571,23 +710,45 @@ static int looper_next(dq_queue *q, dq_msg *out, int64_t until)
         if (until == NO_WAIT) {
             /* poll the fds once per call; under a host loop, publish the
                sleep word for its wait on the backend fd */
-            if (dq_looper_fd_on(q)) {
-                if (!fd_polled) {
-                    fd_polled = true;
-                    if (dq_looper_fd_poll(q) > 0)
-                        continue;
-                }
-                if (dq_looper_fd_backend(q) &&
-                    looper_sleep(q, core, deadline, held, held_due, true))
+            if (dq_looper_fd_on(q) && !fd_polled) {
+                fd_polled = true;
+                if (dq_looper_fd_poll(q) > 0) {
+                    if (flags & LOOPER_FD_RETURN)
+                        return LOOPER_RAN_FD;
                     continue;
+                }
             }
+            if ((flags & LOOPER_WAKEABLE) && looper_take_wake(q))
+                return -EINTR;
+            if (dq_looper_fd_on(q) && dq_looper_fd_backend(q) &&
+                looper_sleep(q, core, deadline, held, held_due, true, flags))
+                continue;
             return -EAGAIN;
         }
+        /* a wake pending when we would wait ends the call at once */
+        if ((flags & LOOPER_WAKEABLE) && looper_take_wake(q))
+            return -EINTR;
         if (now >= until)
             return -ETIMEDOUT;
         (void)looper_sleep(q, core, deadline < until ? deadline : until, held, held_due,
-                           false);
+                           false, flags);
     }
+}
+
+/* A consumer call: checked, claimed, and with q as the thread's current
+   queue while it runs. */
+static int looper_next(dq_queue *q, dq_msg *out, int64_t until, unsigned flags)
+{
+    if (q == NULL || out == NULL)
+        return -EINVAL;
+    int err = dq_looper_claim(q);
+    if (err)
+        return err;
+    dq_consumer_frame saved;
+    dq_consumer_enter(q, &saved);
+    err = looper_steps(q, out, until, flags);
+    dq_consumer_leave(&saved);
+    return err;
 }
 
 /* A delivery by dq_next*, as a trace event when tracing is on. */
@@ -600,37 +761,87 @@ static inline int looper_delivered(dq_queue *q, const dq_msg *out, int err)
 
 int dq_next(dq_queue *q, dq_msg *out)
 {
-    return looper_delivered(q, out, looper_next(q, out, INT64_MAX));
+    return looper_delivered(q, out, looper_next(q, out, INT64_MAX, 0));
 }
 
 int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline)
 {
-    return looper_delivered(q, out, looper_next(q, out, deadline < 0 ? 0 : deadline));
+    return looper_delivered(
+        q, out, looper_next(q, out, deadline < 0 ? 0 : deadline, LOOPER_WAKEABLE));
 }
 
 int dq_try_next(dq_queue *q, dq_msg *out)
 {
-    return looper_delivered(q, out, looper_next(q, out, NO_WAIT));
+    return looper_delivered(q, out, looper_next(q, out, NO_WAIT, 0));
+}
+
+/* Run a delivered message as dq_loop does: its callback, or
+   opts.dispatch. */
+static void looper_dispatch(dq_queue *q, dq_msg *m)
+{
+    /* sampled once: the slice the dispatch begins is the one it ends */
+    bool traced = dq_trace_on();
+    if (traced)
+        dq_trace_dispatch_begin(q, m->what);
+    if (m->callback != NULL)
+        m->callback(m);
+    else if (q->opts.dispatch != NULL)
+        q->opts.dispatch(m, q->opts.ctx);
+    if (traced)
+        dq_trace_end();
 }
 
 int dq_loop(dq_queue *q)
 {
+    if (q == NULL)
+        return -EINVAL;
+    int err = dq_looper_claim(q);
+    if (err)
+        return err;
+    dq_consumer_frame saved;
+    dq_consumer_enter(q, &saved);
     for (;;) {
         dq_msg m;
-        int err = looper_next(q, &m, INT64_MAX);
-        if (err == -ESHUTDOWN)
-            return 0;
+        /* a repeating post's re-arm, when m was one, is the next step's
+           first act: right after its dispatch returns */
+        err = looper_steps(q, &m, INT64_MAX, 0);
         if (err)
-            return err;
-        /* sampled once: the slice the dispatch begins is the one it ends */
-        bool traced = dq_trace_on();
-        if (traced)
-            dq_trace_dispatch_begin(q, m.what);
-        if (m.callback != NULL)
-            m.callback(&m);
-        else if (q->opts.dispatch != NULL)
-            q->opts.dispatch(&m, q->opts.ctx);
-        if (traced)
-            dq_trace_end();
+            break;
+        looper_dispatch(q, &m);
     }
+    dq_consumer_leave(&saved);
+    return err == -ESHUTDOWN ? 0 : err;
+}
+
+int dq_loop_once(dq_queue *q, int64_t deadline)
+{
+    if (q == NULL)
+        return -EINVAL;
+    int err = dq_looper_claim(q);
+    if (err)
+        return err;
+    dq_consumer_frame saved;
+    dq_consumer_enter(q, &saved);
+    dq_msg m;
+    /* a deadline already passed: no wait, as dq_try_next (which polls the
+       fds once), but a wake and the fds are still reported */
+    int64_t until = deadline <= dq_now() ? NO_WAIT : deadline;
+    err = looper_steps(q, &m, until, LOOPER_WAKEABLE | LOOPER_FD_RETURN);
+    if (err == 0) {
+        looper_dispatch(q, &m);
+        /* the dispatch returned: a repeating post's delivery ends here
+           (-ENOMEM: the next consumer call re-arms it) */
+        dq_core *core = atomic_load_explicit(&q->core, memory_order_relaxed);
+        if (core != NULL)
+            (void)looper_rearm(q, core);
+        err = DQ_ONCE_MESSAGE;
+    } else if (err == LOOPER_RAN_FD) {
+        err = DQ_ONCE_FD;
+    } else if (err == -EINTR) {
+        err = DQ_ONCE_WOKEN;
+    } else if (err == -ETIMEDOUT || err == -EAGAIN) {
+        err = DQ_ONCE_TIMEOUT;
+    }
+    dq_consumer_leave(&saved);
+    return err;
 }

@@ -277,6 +277,10 @@ int dq_backend_fd(dq_queue *q)
     int err = dq_looper_claim(q);
     if (err)
         return err;
+    /* a consumer call like the others: q is the thread's current queue */
+    dq_consumer_frame saved;
+    dq_consumer_enter(q, &saved);
+    dq_consumer_leave(&saved);
     /* acquire: as looper_next's read of the core */
     if (atomic_load_explicit(&q->core, memory_order_acquire) == NULL)
         return -ESHUTDOWN;

@@ -6,12 +6,13 @@
 #include "looper_walk.h"
 #include "walk.h"
 
-/* On the consumer's own thread between looper steps, the pending messages
-   are the unswept posts (the top down to the boundary) and the members of
-   the heaps, and nothing can be retired under the walk: so no grace
-   period, and the heaps' slot arrays, read in order with the nodes
-   prefetched ahead, replace the serial chase through the whole stack
-   (bench/queue_bench, remove at depth). */
+/* On the consumer's own thread between looper steps, the live messages
+   are the unswept posts (the top down to the boundary), the members of
+   the heaps and a repeating post in a delivery (core->in_flight), and
+   nothing can be retired under the walk: so no grace period, and the
+   heaps' slot arrays, read in order with the nodes prefetched ahead,
+   replace the serial chase through the whole stack (bench/queue_bench,
+   remove at depth). */
 #define MATCH_PREFETCH_AHEAD 16u
 
 /* One heap member: a hit is claimed (or ends a dq_has).  A member's
@@ -25,7 +26,7 @@ static inline bool match_walk_member(dq_match_walk *w, const dq_match *match,
         return false; /* a hole in the due run */
     dq_node *n = dq_node_of_heap(e);
     uint64_t s;
-    return dq_node_matches(match, n) && dq_pending_message(n, &s) &&
+    return dq_node_matches(match, n) && dq_live_message(n, &s) &&
            dq_match_walk_take(w, n, s);
 }
 
@@ -58,6 +59,11 @@ void dq_looper_match_walk(dq_match_walk *w, dq_core *core)
     for (dq_node *n = dq_walk_first(w->q); n != core->boundary; n = dq_walk_next(n))
         if (dq_match_walk_hit(&match, n, &s) && dq_match_walk_take(w, n, s))
             return;
+    /* a repeating post in a delivery is in neither part: live all the
+       same (a handler may remove its own repeating post) */
+    dq_node *f = core->in_flight;
+    if (f != NULL && dq_match_walk_hit(&match, f, &s) && dq_match_walk_take(w, f, s))
+        return;
     const dq_heap *heaps[2] = { &core->sync_heap, &core->async_heap };
     for (int h = 0; h < 2; h++) {
         dq_heap_segment seg[3];

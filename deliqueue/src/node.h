@@ -5,11 +5,14 @@
  *
  *   who          fields
  *   producer     line 0 (next, state, due, msg), and owner when it changes,
- *                while the node is FREE and its own (pool to push)
+ *                and period and repeat_mode for a repeating post, while
+ *                the node is FREE and its own (pool to push)
  *   any          next (acquire), state (CAS), owner (relaxed) at any time;
  *                the payload (msg, due) while it can prove the node is in
  *                the generation it expects (see DESIGN.md, "Reclamation")
- *   looper       prev, heap, looper_flags, limbo_next, retire_epoch
+ *   looper       prev, heap, looper_flags, limbo_next, retire_epoch; due
+ *                of a repeating post it re-arms (relaxed: walkers and
+ *                claimers read it meanwhile)
  *   remover      aux_next, between winning the state CAS and pushing the
  *                node onto the queue's removal list
  *   pool         nothing: a free node is a bit in the pool's free map
@@ -33,16 +36,18 @@
 #include "heap.h"
 #include "msg.h"
 
-/* state word: generation << 3 | barrier << 2 | life */
+/* state word: generation << 4 | repeating << 3 | barrier << 2 | life */
 enum dq_life {
     DQ_FREE = 0,      /* in the pool, in a producer's hands, or retired */
     DQ_PENDING = 1,   /* posted; waiting for delivery or removal */
-    DQ_DELIVERED = 2, /* claimed by the looper */
+    DQ_DELIVERED = 2, /* claimed by the looper; for a repeating post, "being
+                         delivered": still live, and a claim may end it */
     DQ_REMOVED = 3,   /* claimed by a remover, canceller or teardown */
 };
 #define DQ_STATE_LIFE_MASK 3u
 #define DQ_STATE_BARRIER   4u
-#define DQ_STATE_GEN_SHIFT 3
+#define DQ_STATE_REPEAT    8u /* a repeating post (dq_post_repeating) */
+#define DQ_STATE_GEN_SHIFT 4
 
 /* token: generation << DQ_INDEX_BITS | index.  The pool holds at most
    1 << DQ_INDEX_BITS nodes; a testing build may set fewer bits, to make a
@@ -61,9 +66,10 @@ static inline unsigned dq_state_life(uint64_t s)
 {
     return (unsigned)(s & DQ_STATE_LIFE_MASK);
 }
-static inline uint64_t dq_state_make(uint64_t gen, bool barrier, unsigned life)
+/* kind: 0, DQ_STATE_BARRIER or DQ_STATE_REPEAT */
+static inline uint64_t dq_state_make(uint64_t gen, uint64_t kind, unsigned life)
 {
-    return gen << DQ_STATE_GEN_SHIFT | (barrier ? DQ_STATE_BARRIER : 0) | life;
+    return gen << DQ_STATE_GEN_SHIFT | kind | life;
 }
 static inline uint64_t dq_state_with_life(uint64_t s, unsigned life)
 {
@@ -103,7 +109,10 @@ struct dq_node {
     /* stack link toward older nodes */
     alignas(64) _Atomic(dq_node *) next;
     _Atomic uint64_t state;
-    int64_t due; /* heap key: when, or DQ_KEY_FRONT */
+    /* heap key: when, or DQ_KEY_FRONT.  Atomic (relaxed everywhere,
+       plain loads and stores in the code) because the looper moves a
+       repeating post's due at each re-arm while walkers read it. */
+    _Atomic(int64_t) due;
     dq_payload msg;
     /* -- line 1: owner; the removal list's link; the looper's fields -- */
     alignas(64) _Atomic(void *) owner; /* the dq_queue it was posted to */
@@ -112,9 +121,13 @@ struct dq_node {
     uint32_t looper_flags;
     /* looper only; reset by the looper when it retires the node */
     dq_heap_elem heap;
+    /* a repeating post: DQ_FIXED_RATE or DQ_FIXED_DELAY, and its period;
+       written by the producer before the push, read by the looper */
+    uint32_t repeat_mode;
     dq_node *prev;         /* back-link toward newer nodes (swept) */
     uint64_t retire_epoch; /* in limbo */
     dq_node *limbo_next;
+    int64_t period;
 };
 
 _Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
@@ -141,6 +154,15 @@ static inline void dq_node_set_msg(dq_node *n, const dq_msg *m)
     n->msg.flags = m->flags;
 }
 
+/* The due key.  relaxed: for every node but a repeating post it was
+   written before the node was published (and the reader's acquire of the
+   push or of the state orders it); a repeating post's moves at each
+   re-arm, and a reader then sees the occurrence it is at or the next. */
+static inline int64_t dq_node_due(const dq_node *n)
+{
+    return atomic_load_explicit(&n->due, memory_order_relaxed);
+}
+
 /* The message as posted: when is the due key, or 0 for a front post. */
 static inline void dq_node_msg(const dq_node *n, dq_msg *out)
 {
@@ -152,7 +174,7 @@ static inline void dq_node_msg(const dq_node *n, dq_msg *out)
     out->obj = n->msg.obj;
     out->callback = n->msg.callback;
     out->flags = n->msg.flags;
-    out->when = n->due == DQ_KEY_FRONT ? 0 : n->due;
+    out->when = dq_node_due(n) == DQ_KEY_FRONT ? 0 : dq_node_due(n);
 }
 
 static inline bool dq_node_matches(const dq_match *match, const dq_node *n)
@@ -169,6 +191,20 @@ static inline dq_node *dq_node_of_heap(dq_heap_elem *e)
 static inline bool dq_node_is_barrier(uint64_t state)
 {
     return (state & DQ_STATE_BARRIER) != 0;
+}
+
+static inline bool dq_node_is_repeating(uint64_t state)
+{
+    return (state & DQ_STATE_REPEAT) != 0;
+}
+
+/* A message a claim may still take: pending, or a repeating post in one
+   of its deliveries (a cancel then ends it; the looper does not re-arm
+   it).  Barriers are claimed by their own call. */
+static inline bool dq_state_live(uint64_t s)
+{
+    return dq_state_life(s) == DQ_PENDING ||
+           (dq_state_life(s) == DQ_DELIVERED && dq_node_is_repeating(s));
 }
 
 static inline dq_token dq_node_token(const dq_node *n, uint64_t gen)
@@ -190,7 +226,7 @@ static inline bool dq_node_reset(dq_node *n)
     /* relaxed: a stale-token reader only needs to see a different
        generation; the node's next producer gets this value through the
        pool's free map (release/acquire) */
-    atomic_store_explicit(&n->state, dq_state_make(gen + 1, false, DQ_FREE),
+    atomic_store_explicit(&n->state, dq_state_make(gen + 1, 0, DQ_FREE),
                           memory_order_relaxed);
     n->looper_flags = 0;
     n->heap.index = DQ_HEAP_NONE;

@@ -545,7 +545,7 @@ static int grow(void)
         dq_node *n = &chunk[i];
         n->index = base + i;
         n->heap.index = DQ_HEAP_NONE;
-        atomic_init(&n->state, dq_state_make(1, false, DQ_FREE));
+        atomic_init(&n->state, dq_state_make(1, 0, DQ_FREE));
         atomic_init(&n->next, NULL);
         atomic_init(&n->owner, NULL);
     }

@@ -89,8 +89,11 @@ typedef struct dq_core {
     _Atomic uint32_t limbo_count;     /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                 /* claimed before we met them */
-    size_t barriers;                  /* barriers in sync_heap */
-    size_t traced_backlog;            /* the backlog last traced (trace.h) */
+    /* a repeating post in a delivery: re-armed when its dispatch returns
+       (looper_rearm) */
+    dq_node *in_flight;
+    size_t barriers;       /* barriers in sync_heap */
+    size_t traced_backlog; /* the backlog last traced (trace.h) */
     dq_pool_batch recycled;
     dq_reg_link reg; /* on the registry of live cores (dq_pool_stats) */
 } dq_core;
@@ -110,6 +113,9 @@ struct dq_queue {
        read by the consumer every step, so on this line, which it owns. */
     _Atomic(struct dq_fd_state *) fd_state;
     _Atomic uint32_t fd_changed;
+    /* dq_wake's flag: set by any thread, taken by the consumer when it
+       would wait in dq_loop_once or dq_next_until (looper_take_wake) */
+    _Atomic(uint32_t) woken;
 
     alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
     _Atomic uint64_t refs;
@@ -124,6 +130,12 @@ struct dq_queue {
     pthread_mutex_t idle_lock;                  /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t idle_count, idle_capacity;
+    /* dq_call's waiters, which dq_quit releases (invoke.h) */
+    dq_registry calls;
+    /* this queue's life, for dq_current: a slot that outlives the queue,
+       and the slot's generation while the queue lives (core.h) */
+    struct dq_ident *ident;
+    uint64_t ident_gen;
 };
 
 /* q's core, for a caller counted in by dq_users_enter, or on the

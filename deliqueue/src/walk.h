@@ -39,7 +39,17 @@ static inline bool dq_pending_message(dq_node *n, uint64_t *state)
     return dq_state_life(s) == DQ_PENDING && !dq_node_is_barrier(s);
 }
 
-/* What a matching walk does with each pending message it meets. */
+/* A message dq_remove, dq_has and dq_pending count: pending, or a
+   repeating post in one of its deliveries (live until it ends). */
+static inline bool dq_live_message(dq_node *n, uint64_t *state)
+{
+    /* acquire: as dq_pending_message */
+    uint64_t s = atomic_load_explicit(&n->state, memory_order_acquire);
+    *state = s;
+    return dq_state_live(s) && !dq_node_is_barrier(s);
+}
+
+/* What a matching walk does with each live message it meets. */
 typedef struct dq_match_walk {
     dq_queue *q;
     const dq_match *match;
@@ -48,16 +58,29 @@ typedef struct dq_match_walk {
     dq_node *first, *last; /* claimed, chained through aux_next */
 } dq_match_walk;
 
-/* A pending message that matches: what every node of the walk is asked
+/* A live message that matches: what every node of the walk is asked
    (inline: it runs once per pending message). */
 static inline bool dq_match_walk_hit(const dq_match *match, dq_node *n, uint64_t *s)
 {
-    return dq_pending_message(n, s) && dq_node_matches(match, n);
+    return dq_live_message(n, s) && dq_node_matches(match, n);
 }
 
-/* A pending message that matched: claim it (dq_remove) or end the walk
+/* A live message that matched: claim it (dq_remove) or end the walk
    (dq_has).  Returns whether the walk is over.  Any thread. */
 bool dq_match_walk_take(dq_match_walk *w, dq_node *n, uint64_t s);
+
+/* Claim a live node seen in state s (REMOVED by CAS): whether we won.  A
+   repeating post that begins or ends a delivery meanwhile is tried
+   again.  The winner reports the discard and pushes the node onto the
+   removal list.  Any thread. */
+bool dq_claim_live(dq_node *n, uint64_t s);
+
+/* dq_cancel (barrier false) and dq_remove_sync_barrier (true), and
+   dq_call's timeout: claim the message tok names, report it, hand it to
+   the looper.  0, -ENOENT (gone, or never q's), -EINVAL (token 0, NULL
+   q, a message's token given for a barrier's or the reverse).  Any
+   thread. */
+int dq_claim_token(dq_queue *q, dq_token tok, bool barrier);
 
 /* Hand nodes the caller claimed (REMOVED), chained first .. last through
    aux_next, to the looper for unlinking.  Any thread. */

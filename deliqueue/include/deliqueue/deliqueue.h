@@ -6,7 +6,8 @@
  * Who may call what concurrently
  * ------------------------------
  *   role       functions                                        may race with
- *   producer   dq_post*, dq_post_sync_barrier                   everything
+ *   producer   dq_post*, dq_post_sync_barrier,                  everything
+ *              dq_post_repeating, dq_invoke, dq_call
  *   remover    dq_cancel, dq_remove, dq_has,                    everything
  *              dq_remove_sync_barrier
  *   any        dq_ref, dq_unref, dq_quit, dq_quit_safely,       everything
@@ -14,14 +15,17 @@
  *              dq_is_idle, dq_pending, dq_now, dq_atomics,
  *              dq_pool_stats, dq_set_name, dq_trace_enable,
  *              dq_trace_enabled, dq_add_fd_listener,
- *              dq_remove_fd_listener
+ *              dq_remove_fd_listener, dq_current,
+ *              dq_is_consumer, dq_is_invoke, dq_wake
  *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop,    producers, removers, any;
- *              dq_backend_fd
+ *              dq_loop_once, dq_backend_fd
  *                                                               never a second consumer
  *
  * The first thread that calls a consumer function becomes the queue's only
  * consumer (its "looper") for the queue's whole life; any other thread
  * calling one gets -EPERM, even after the consumer thread has exited.
+ * dq_invoke and dq_call run their function inline when called on the
+ * consumer's own thread.
  *
  * A post is one CAS on the queue's stack top, plus a futex wake (one
  * syscall) when it finds the consumer asleep and its message could be
@@ -51,14 +55,17 @@
  *
  * Errors.  Every function that returns int returns 0 on success or a
  * negative errno value (-EINVAL for bad arguments, -ENOENT, -ENOMEM,
- * -EPERM, -ESHUTDOWN, -EAGAIN, -ETIMEDOUT), and changes nothing when it
- * fails.  The exceptions, each documented at its function:
+ * -EPERM, -ESHUTDOWN, -EAGAIN, -ETIMEDOUT, -EINTR, -ECANCELED), and
+ * changes nothing when it fails.  The exceptions, each documented at its
+ * function:
  *   dq_create        returns the queue, or NULL with errno set (EINVAL, ENOMEM);
  *   dq_ref           returns q (NULL for NULL);
  *   dq_remove        returns how many it removed (0 on bad input);
  *   dq_backend_fd    returns the fd (>= 0), or a negative errno;
- *   dq_has, dq_is_idle, dq_pending, dq_trace_enabled
- *                    answer the question (false, true, 0 on bad input);
+ *   dq_loop_once     returns a DQ_ONCE_* value (> 0), or a negative errno;
+ *   dq_current       returns a queue or NULL;
+ *   dq_has, dq_is_idle, dq_pending, dq_trace_enabled, dq_is_consumer,
+ *   dq_is_invoke     answer the question (false, true, 0 on bad input);
  *   dq_unref, dq_quit, dq_quit_safely
  *                    return nothing (NULL: no-op);
  *   dq_now, dq_atomics  cannot fail.
@@ -257,14 +264,140 @@ int dq_backend_fd(dq_queue *q);
    dq_next blocks until a message is due and copies it to *out;
    -ESHUTDOWN when the queue has quit and nothing deliverable is left.
    dq_next_until gives up at deadline (absolute, dq_now() clock) with
-   -ETIMEDOUT; dq_try_next never blocks (-EAGAIN if nothing is due).
-   -EINVAL for NULL q or out. */
+   -ETIMEDOUT, and returns -EINTR for a dq_wake when it would wait (one
+   pending when it is called included); dq_try_next never blocks
+   (-EAGAIN if nothing is due).  -EINVAL for NULL q or out. */
 int dq_next(dq_queue *q, dq_msg *out);
 int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline);
 int dq_try_next(dq_queue *q, dq_msg *out);
 /* Deliver until quit: run each message's callback, or opts.dispatch.
    Returns 0 after quit, -EPERM / -EINVAL as dq_next. */
 int dq_loop(dq_queue *q);
+
+/* ---- the looper: identity, running on the consumer, repeating posts,
+   waking, one iteration --------------------------------------------------
+
+   Identity.  A thread that has made a consumer call on q (any of dq_next,
+   dq_next_until, dq_try_next, dq_loop, dq_loop_once, dq_backend_fd) is
+   q's consumer from then on, and dq_current() answers q on it: inside
+   the call (in its callbacks, listeners, idle handlers and on_discard)
+   and also between calls.  Nested consumption: inside a callback of A, a
+   consumer call on B makes B current until it returns, then A again (the
+   innermost call in progress wins; with none in progress, the queue of
+   the thread's latest one).  dq_invoke's and dq_call's inline runs make
+   their queue current the same way.  Once q is destroyed (its last
+   dq_unref) dq_current() answers NULL, also if a new queue gets q's
+   address.  No reference is taken: the pointer is good while the
+   caller's own reference keeps q alive. */
+dq_queue *dq_current(void); /* any thread; never fails */
+/* True only on q's consumer thread (for every queue the thread consumes);
+   false before q's first consumer call, and for NULL.  Any thread. */
+bool dq_is_consumer(dq_queue *q);
+
+/* Run fn(ctx) on q's consumer.  On the consumer's own thread fn runs at
+   once, inside the call; elsewhere it is posted as dq_post would post it
+   (FIFO with other due-now posts, held by sync barriers) and runs when
+   the consumer gets to it.  The posted message is an ordinary callback
+   message: dq_loop and dq_loop_once run it, and a consumer that uses
+   dq_next* must run out.callback(&out) for it, as for any message with a
+   callback.  Its target is the library's own (dq_is_invoke); if it is
+   discarded (a quit), on_discard is called for it like for any message.
+   Errors: -EINVAL (NULL q or fn), -ESHUTDOWN (q has quit, either way;
+   fn does not run, inline or not), -ENOMEM.  Thread: any. */
+int dq_invoke(dq_queue *q, void (*fn)(void *ctx), void *ctx);
+/* Run fn(ctx) on q's consumer and wait until it has returned.
+     0           fn ran; everything it wrote is visible to the caller
+                 (happens-before).  On the consumer itself fn runs inline.
+     -ETIMEDOUT  timeout ns (real CLOCK_MONOTONIC time, whatever dq_now()
+                 is set to) passed before the consumer took fn's message
+                 for delivery: the message is cancelled (reported to
+                 on_discard exactly once) and fn never runs.  If the
+                 consumer has taken it when the time is up, dq_call waits
+                 for fn to return and answers 0.  INT64_MAX: no limit.
+     -ESHUTDOWN  q quit before fn ran: at once for a dq_quit (whatever the
+                 consumer is doing; fn then never runs); for
+                 dq_quit_safely fn still runs in the drain (0) unless a
+                 barrier holds it to the end.  Also when q had quit
+                 before the call.
+     -ECANCELED  the message was removed by criteria (dq_remove with
+                 target dq_is_invoke's) before it ran.
+     -EINVAL     NULL q or fn, timeout < 0.   -ENOMEM.
+   The message is a callback message as dq_invoke's; a consumer on
+   dq_next* must run its callback, or the caller waits to its timeout.
+   fn may itself call dq_call on another queue.  Two consumers that
+   dq_call each other at the same moment wait for each other: a deadlock
+   of the caller's making, which only the timeout ends.  Thread: any. */
+int dq_call(dq_queue *q, void (*fn)(void *ctx), void *ctx, int64_t timeout);
+/* Whether m is a message dq_invoke or dq_call posted (an on_discard or a
+   dispatch that owns its messages' payloads should pass over these:
+   their obj is the library's).  false for NULL.  Any thread. */
+bool dq_is_invoke(const dq_msg *m);
+
+/* Repeating posts.  A copy of *m is due at `first` (absolute, dq_now()
+   clock; a time in the past is due at once), then every `period` ns
+   (> 0), in one of two modes:
+     DQ_FIXED_RATE   occurrence k is due at first + k * period; a late
+                     delivery does not shift the next.  Grid points that
+                     passed while a delivery was late are skipped: after
+                     an overrun the next occurrence is the first grid
+                     point not before the end of the late delivery, so at
+                     most one late occurrence, never a burst.
+     DQ_FIXED_DELAY  the next occurrence is due period ns after the end
+                     of this delivery.
+   The end of a delivery: when dq_loop's or dq_loop_once's dispatch
+   returns; for a consumer on dq_next*, its next consumer call on q.
+   Each delivery is an ordinary message whose `when` is its own due time.
+   One token (*tok) covers every occurrence: dq_cancel(q, *tok) stops the
+   post, whether an occurrence is pending or being delivered (also from
+   inside its own delivery): it answers 0, no occurrence is delivered
+   after it returns, and the post's end is reported to on_discard once
+   (with the `when` of the occurrence it was at); a second cancel answers
+   -ENOENT.  dq_remove and dq_has see a repeating post as one message,
+   also during a delivery; dq_pending counts it as one.  A quit ends it
+   like any pending message (a quit_safely drain delivers at most the
+   occurrence due by then), reported once.
+   Errors: -EINVAL (NULL q or m, a bad message as dq_post, first < 0,
+   period <= 0, unknown mode), -ESHUTDOWN, -ENOMEM, as dq_post.
+   Thread: any. */
+#define DQ_FIXED_RATE  0u
+#define DQ_FIXED_DELAY 1u
+int dq_post_repeating(dq_queue *q, const dq_msg *m, int64_t first, int64_t period,
+                      uint32_t mode, dq_token *tok);
+
+/* Wake the consumer: its current or next wait in dq_loop_once or
+   dq_next_until returns (DQ_ONCE_WOKEN, -EINTR).  A wait is interrupted,
+   not work: a call with a message due delivers it and leaves the wake
+   pending for the next call that would wait (also one whose deadline has
+   passed: the wake is reported before the timeout).  Coalesced (wakes
+   before the consumer sees one are one wake) and never lost: a wake sent
+   while the consumer is not waiting is seen by its next dq_loop_once or
+   dq_next_until.  dq_next and dq_loop are not interrupted (the wake
+   stays pending for them).  Everything the caller did before dq_wake is
+   visible to the consumer once its call returns the wake.
+   0; -EINVAL (NULL q); -ESHUTDOWN (q has quit).  Any thread;
+   async-signal-safe (atomics, and a futex wake or an eventfd write; with
+   the portable wait, DQ_WAIT_PTHREAD builds, it takes the wait's mutex
+   and is not). */
+int dq_wake(dq_queue *q);
+
+/* One iteration of the consumer: wait at most until deadline (absolute,
+   dq_now() clock; a deadline not after now: no wait), then do one thing:
+     DQ_ONCE_MESSAGE  dispatched one due message as dq_loop does (its
+                      callback, or opts.dispatch), on this thread
+     DQ_ONCE_FD       ran the ready fd listeners (fairness as dq_next's:
+                      a ready fd comes before a message that fell due
+                      after it was ready)
+     DQ_ONCE_WOKEN    a dq_wake (pending, or during the wait)
+     DQ_ONCE_TIMEOUT  the deadline came with nothing of the above
+   Idle handlers run before it would wait, as in dq_loop.  Errors:
+   -ESHUTDOWN (quit and drained, as dq_next), -EPERM (not q's consumer),
+   -EINVAL (NULL q), -ENOMEM.  Consumer only; the first caller becomes
+   the consumer. */
+#define DQ_ONCE_MESSAGE 1
+#define DQ_ONCE_FD      2
+#define DQ_ONCE_WOKEN   3
+#define DQ_ONCE_TIMEOUT 4
+int dq_loop_once(dq_queue *q, int64_t deadline);
 
 /* dq_quit drops (and reports) everything pending: the consumer reports
    them on its next call (or the last dq_unref does).  dq_quit_safely drops
