@@ -285,9 +285,15 @@ Test(repeat, cancel_inside_its_own_delivery)
         cr_assert_eq(run_due(), 1);
         dq_test_clock_advance(10);
         cancel_inside = true;
-        cr_assert_eq(run_due(), 1);
+        /* one iteration: the dispatch, then its re-arm, which must see
+           the cancel (the next iteration's collect would retire the node
+           whatever the re-arm did) */
+        cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
         cr_assert_eq(cancel_rc, 0, "live during its delivery");
         cr_assert_eq(atomic_load(&rec.discards), 1, "its end reported, once");
+        cr_assert_eq(dq_pending(q), 0, "re-armed after its cancel");
+        cr_assert_eq(dq_cancel(q, tok), -ENOENT, "re-armed after its cancel");
+        cr_assert_eq(atomic_load(&rec.discards), 1);
         cancel_inside = false;
         dq_test_clock_advance(1000);
         cr_assert_eq(run_due(), 0, "not re-armed after the cancel");

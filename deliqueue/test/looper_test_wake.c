@@ -83,9 +83,9 @@ static void *advance_clock_later(void *arg)
 Test(wake_once, waits_until_the_deadline)
 {
     int64_t deadline = dq_now() + 500;
+    int64_t t0 = real_ns(); /* before the thread starts its 20 ms */
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, advance_clock_later, NULL), 0);
-    int64_t t0 = real_ns();
     cr_assert_eq(dq_loop_once(q, deadline), DQ_ONCE_TIMEOUT);
     cr_assert(real_ns() - t0 >= 20 * MS,
               "returned before the clock reached the deadline");
