@@ -235,7 +235,7 @@ typedef struct waiter {
     int64_t deadline;
     _Atomic int rounds; /* calls begun */
     _Atomic int done;   /* calls returned */
-    int rc[4096];
+    int rc[32768];
 } waiter;
 
 static void *waiter_main(void *arg)
@@ -251,7 +251,7 @@ static void *waiter_main(void *arg)
         case 1: rc = dq_next_until(w->q, &out, dq_now() + w->deadline); break;
         default: rc = dq_next(w->q, &out); break;
         }
-        if (i < 4096)
+        if (i < 32768)
             w->rc[i] = rc;
         atomic_store(&w->done, i + 1);
         if (rc == -ESHUTDOWN)
@@ -393,13 +393,13 @@ Test(wake_once, a_wake_as_the_consumer_goes_to_sleep_is_never_lost)
         dq_queue *d = dq_create(&o);
         dq_queue *keep = q;
         q = d;
-        enum { ROUNDS = 2000 };
+        enum { ROUNDS = 20000 };
         waiter w;
         waiter_start(&w, spin ? 1 : 0, INT64_C(3600) * 1000 * MS);
         for (int i = 0; i < ROUNDS; i++) {
             while (atomic_load(&w.rounds) <= i)
                 ;
-            spin_for((unsigned)(i % 64) * 8);
+            spin_for((unsigned)(i * 7 % 256));
             cr_assert_eq(dq_wake(d), 0);
             int64_t t0 = real_ns();
             while (atomic_load(&w.done) <= i) {
