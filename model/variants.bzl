@@ -15,6 +15,15 @@ VARIANTS = [
     ("sleep_wake_weak_sleep_store_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_SLEEP_STORE"]),
     ("sleep_wake_weak_removal_push_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_REMOVAL_PUSH"]),
     ("sleep_wake_weak_quit_tag_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_QUIT_TAG"]),
+    # loop_wake.pml: dq_wake against wakeable waits (dq_loop_once, dq_next_until)
+    ("loop_wake_test", "loop_wake", "pass", [], []),
+    ("loop_wake_live_test", "loop_wake", "pass", ["--ltl", "live"], []),
+    ("loop_wake_tso_test", "loop_wake", "pass", [], ["-DTSO"]),
+    ("loop_wake_no_flag_recheck_test", "loop_wake", "catch", [], ["-DMUTANT_NO_FLAG_RECHECK"]),
+    ("loop_wake_no_flag_recheck_live_test", "loop_wake", "catch", ["--ltl", "live"], ["-DMUTANT_NO_FLAG_RECHECK"]),
+    ("loop_wake_take_not_atomic_test", "loop_wake", "catch", [], ["-DMUTANT_TAKE_NOT_ATOMIC"]),
+    ("loop_wake_weak_wake_flag_test", "loop_wake", "catch", [], ["-DTSO", "-DWEAK_WAKE_FLAG"]),
+    ("loop_wake_weak_sleep_store_test", "loop_wake", "catch", [], ["-DTSO", "-DWEAK_SLEEP_STORE"]),
     # fd_wake.pml: the epoll wait, the waker's choice of wait, adds of fd listeners
     ("fd_wake_test", "fd_wake", "pass", [], []),
     ("fd_wake_live_test", "fd_wake", "pass", ["--ltl", "live"], []),
