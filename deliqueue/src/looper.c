@@ -648,6 +648,10 @@ static int looper_steps(dq_queue *q, dq_msg *out, int64_t until, unsigned flags)
     int err = looper_rearm(q, core);
     if (err)
         return err;
+    /* a wake pending when a wakeable call begins is the first thing it
+       reports, before any work; one that comes later ends its wait */
+    if ((flags & LOOPER_WAKEABLE) && looper_take_wake(q))
+        return -EINTR;
     bool idle_ran = false, fd_polled = false;
     for (;;) {
         /* Learn about a quit BEFORE collecting: once the tag is set no push
@@ -725,7 +729,7 @@ static int looper_steps(dq_queue *q, dq_msg *out, int64_t until, unsigned flags)
                 continue;
             return -EAGAIN;
         }
-        /* a wake pending when we would wait ends the call at once */
+        /* a wake that came during the call ends it before it waits */
         if ((flags & LOOPER_WAKEABLE) && looper_take_wake(q))
             return -EINTR;
         if (now >= until)

@@ -173,14 +173,30 @@ Test(wake_once, wakes_are_coalesced)
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT);
 }
 
-Test(wake_once, a_due_message_comes_first_and_the_wake_stays)
+Test(wake_once, a_pending_wake_comes_before_due_work)
 {
     memset(&got, 0, sizeof(got));
     cr_assert_eq(post_cb(1, dq_now()), 0);
     cr_assert_eq(dq_wake(q), 0);
-    cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_WOKEN);
+    cr_assert_eq(atomic_load(&got.count), 0, "nothing dispatched with the wake");
+    cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT);
+    /* dq_next_until: the same */
+    cr_assert_eq(post_cb(2, dq_now()), 0);
+    cr_assert_eq(dq_wake(q), 0);
+    dq_msg out;
+    cr_assert_eq(dq_next_until(q, &out, 0), -EINTR);
+    cr_assert_eq(dq_next_until(q, &out, 0), 0);
+    cr_assert_eq(out.what, 2);
+    /* dq_try_next and dq_next deliver and leave the wake pending */
+    cr_assert_eq(post_cb(3, dq_now()), 0);
+    cr_assert_eq(dq_wake(q), 0);
+    cr_assert_eq(dq_try_next(q, &out), 0);
+    cr_assert_eq(post_cb(4, dq_now()), 0);
+    cr_assert_eq(dq_next(q, &out), 0);
+    cr_assert_eq(out.what, 4);
+    cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_WOKEN);
 }
 
 Test(wake_once, next_until_answers_eintr_for_a_pending_wake)

@@ -264,9 +264,9 @@ int dq_backend_fd(dq_queue *q);
    dq_next blocks until a message is due and copies it to *out;
    -ESHUTDOWN when the queue has quit and nothing deliverable is left.
    dq_next_until gives up at deadline (absolute, dq_now() clock) with
-   -ETIMEDOUT, and returns -EINTR for a dq_wake when it would wait (one
-   pending when it is called included); dq_try_next never blocks
-   (-EAGAIN if nothing is due).  -EINVAL for NULL q or out. */
+   -ETIMEDOUT, and returns -EINTR for a dq_wake: at once for one pending
+   when it is called, or when one comes while it waits; dq_try_next never
+   blocks (-EAGAIN if nothing is due).  -EINVAL for NULL q or out. */
 int dq_next(dq_queue *q, dq_msg *out);
 int dq_next_until(dq_queue *q, dq_msg *out, int64_t deadline);
 int dq_try_next(dq_queue *q, dq_msg *out);
@@ -365,15 +365,14 @@ int dq_post_repeating(dq_queue *q, const dq_msg *m, int64_t first, int64_t perio
                       uint32_t mode, dq_token *tok);
 
 /* Wake the consumer: its current or next wait in dq_loop_once or
-   dq_next_until returns (DQ_ONCE_WOKEN, -EINTR).  A wait is interrupted,
-   not work: a call with a message due delivers it and leaves the wake
-   pending for the next call that would wait (also one whose deadline has
-   passed: the wake is reported before the timeout).  Coalesced (wakes
+   dq_next_until returns (DQ_ONCE_WOKEN, -EINTR).  Coalesced (wakes sent
    before the consumer sees one are one wake) and never lost: a wake sent
    while the consumer is not waiting is seen by its next dq_loop_once or
-   dq_next_until.  dq_next and dq_loop are not interrupted (the wake
-   stays pending for them).  Everything the caller did before dq_wake is
-   visible to the consumer once its call returns the wake.
+   dq_next_until, at once, before any message due or fd ready (which the
+   call after it handles), and whatever its deadline.  dq_next, dq_loop
+   and dq_try_next are not interrupted (the wake stays pending for the
+   next dq_loop_once or dq_next_until).  Everything the caller did before
+   dq_wake is visible to the consumer once its call returns the wake.
    0; -EINVAL (NULL q); -ESHUTDOWN (q has quit).  Any thread;
    async-signal-safe (atomics, and a futex wake or an eventfd write; with
    the portable wait, DQ_WAIT_PTHREAD builds, it takes the wait's mutex
@@ -387,7 +386,8 @@ int dq_wake(dq_queue *q);
      DQ_ONCE_FD       ran the ready fd listeners (fairness as dq_next's:
                       a ready fd comes before a message that fell due
                       after it was ready)
-     DQ_ONCE_WOKEN    a dq_wake (pending, or during the wait)
+     DQ_ONCE_WOKEN    a dq_wake (pending when called: reported first;
+                      or one during the wait)
      DQ_ONCE_TIMEOUT  the deadline came with nothing of the above
    Idle handlers run before it would wait, as in dq_loop.  Errors:
    -ESHUTDOWN (quit and drained, as dq_next), -EPERM (not q's consumer),
