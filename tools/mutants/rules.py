@@ -111,8 +111,7 @@ RULES = [
                     return;""", "looper_unlink_below_new"),
     ]),
     Rule("LOOPER_WALK_SKIPS_UNSWEPT", "dq_remove/dq_has on the consumer's thread scan only the heaps, not the unswept posts", [
-        E("""uint64_t s;
-    for (dq_node *n = dq_walk_first(w->q); n != core->boundary; n = dq_walk_next(n))
+        E("""for (dq_node *n = dq_walk_first(w->q); n != core->boundary; n = dq_walk_next(n))
         if (dq_match_walk_hit(&match, n, &s) && dq_match_walk_take(w, n, s))
             return;""", "", "dq_walk_first"),
     ]),
