@@ -51,6 +51,9 @@ HOST_PACKAGES=(
   libck-dev libcriterion-dev liburcu-dev
   valgrind gnuplot-nox openssh-server chromium python3
   file dpkg-dev spin trace-cmd
+  # model/relacy: Relacy Race Detector (header-only) runs the real sources
+  # under the C11 memory model.
+  relacy-dev
   bazel-skylib bazel-platforms bazel-rules-java
   pkg-config clang-format-14 universal-ctags
   libuv1-dev libglib2.0-dev
