@@ -54,7 +54,7 @@ static int fd_add_locked(dq_fd_state *fs, int fd, uint32_t events, dq_fd_listene
     dq_fd_entry *e = dq_fd_find_locked(fs, fd);
     uint64_t serial = fs->next_serial;
     struct epoll_event ev = { .events = dq_fd_epoll_events(events),
-                              .data.u64 = serial };
+                              .data = { .u64 = serial } };
     if (e != NULL) {
         if (epoll_ctl(fs->epfd, EPOLL_CTL_MOD, fd, &ev) != 0) {
             /* ENOENT: the watched fd was closed and its number now names
@@ -67,7 +67,7 @@ static int fd_add_locked(dq_fd_state *fs, int fd, uint32_t events, dq_fd_listene
     } else {
         if (fs->count == fs->capacity) {
             size_t cap = fs->capacity ? fs->capacity * 2 : 8;
-            dq_fd_entry *a = realloc(fs->entries, cap * sizeof(*a));
+            dq_fd_entry *a = (dq_fd_entry *)realloc(fs->entries, cap * sizeof(*a));
             if (a == NULL)
                 return -ENOMEM;
             fs->entries = a;

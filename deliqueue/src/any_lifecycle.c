@@ -52,8 +52,8 @@ dq_queue *dq_create(const dq_options *opts)
         return NULL;
     }
     dq_trace_init_from_env();
-    dq_queue *q = aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
-    dq_core *core = aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
+    dq_queue *q = (dq_queue *)aligned_alloc(DQ_CACHE_LINE, sizeof(*q));
+    dq_core *core = (dq_core *)aligned_alloc(DQ_CACHE_LINE, sizeof(*core));
     if (q == NULL || core == NULL)
         goto fail;
     memset(q, 0, sizeof(*q));
@@ -160,7 +160,7 @@ int dq_add_idle_handler(dq_queue *q, bool (*fn)(void *ctx), void *ctx)
     pthread_mutex_lock(&q->idle_lock);
     if (q->idle_count == q->idle_capacity) {
         size_t cap = q->idle_capacity ? q->idle_capacity * 2 : 4;
-        dq_idle_handler *a = realloc(q->idle, cap * sizeof(*a));
+        dq_idle_handler *a = (dq_idle_handler *)realloc(q->idle, cap * sizeof(*a));
         if (a == NULL) {
             err = -ENOMEM;
             goto out;

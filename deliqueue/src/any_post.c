@@ -81,10 +81,11 @@ static __attribute__((noinline)) int post_refused(dq_node *n, uint64_t gen,
    2-producer inserts).  An uncontended push loads top as usual and stores
    nothing here.  Only a guess: the CAS validates it, and a push is immune
    to ABA. */
-static _Thread_local struct {
+struct contended_push {
     const dq_queue *q; /* NULL: no contention seen on the last push */
     uintptr_t top;
-} contended_push;
+};
+static DQ_THREAD_LOCAL(struct contended_push, contended_push);
 
 /* A push succeeded: hand out the token and wake a sleeping consumer.
    Returns the post's result (0). */
@@ -124,8 +125,8 @@ static __attribute__((noinline)) int post_push_contended(dq_node *n, dq_queue *q
                                                   memory_order_relaxed))
             break;
     }
-    contended_push.q = q;
-    contended_push.top = (uintptr_t)n;
+    DQ_TLS(contended_push).q = q;
+    DQ_TLS(contended_push).top = (uintptr_t)n;
     return post_pushed(n, q, m, due, gen, tok);
 }
 
@@ -171,8 +172,8 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due, uint64_t k
     atomic_store_explicit(&n->state, dq_state_make(gen, kind, DQ_PENDING),
                           memory_order_release);
 
-    uintptr_t top = contended_push.q == q
-                        ? contended_push.top
+    uintptr_t top = DQ_TLS(contended_push).q == q
+                        ? DQ_TLS(contended_push).top
                         : atomic_load_explicit(&q->top, memory_order_relaxed);
     if (__builtin_expect(top & DQ_TOP_QUIT, 0))
         return post_refused(n, gen, kind, tok);
@@ -188,7 +189,7 @@ post_node_with(dq_node *n, dq_queue *q, const dq_msg *m, int64_t due, uint64_t k
                              memory_order_relaxed),
                          0))
         return post_push_contended(n, q, m, due, kind, gen, top, tok);
-    contended_push.q = NULL; /* one store: cheaper here than a test */
+    DQ_TLS(contended_push).q = NULL; /* one store: cheaper here than a test */
     return post_pushed(n, q, m, due, gen, tok);
 }
 

@@ -2,11 +2,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <stdatomic.h>
 #include <time.h>
 
 #include <deliqueue/deliqueue.h>
 
+#include "atomic.h"
 #include "clock.h"
 
 int64_t dq_clock_real(void)
@@ -21,7 +21,7 @@ int64_t dq_clock_real(void)
 
 /* -1: real clock.  relaxed: the manual time is a value, not a publication;
    tests order their own steps. */
-static _Atomic int64_t manual_now = -1;
+static _Atomic(int64_t) manual_now = -1;
 
 void dq_test_clock_set(int64_t now_ns)
 {

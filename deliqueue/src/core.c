@@ -58,11 +58,11 @@ void dq_users_leave(dq_queue *q)
    relaxed: only uniqueness matters, which the RMW gives. */
 static uint64_t looper_thread_id(void)
 {
-    static _Atomic uint64_t last_id;
-    static _Thread_local uint64_t me;
-    if (__builtin_expect(me == 0, 0))
-        me = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
-    return me;
+    static _Atomic(uint64_t) last_id;
+    static DQ_THREAD_LOCAL(uint64_t, me);
+    if (__builtin_expect(DQ_TLS(me) == 0, 0))
+        DQ_TLS(me) = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    return DQ_TLS(me);
 }
 bool dq_looper_is_self(dq_queue *q)
 {

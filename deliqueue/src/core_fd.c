@@ -54,7 +54,7 @@ dq_fd_state *dq_fd_state_get(dq_queue *q, int *err)
     dq_fd_state *fs = atomic_load_explicit(&q->fd_state, memory_order_acquire);
     if (fs != NULL)
         return fs;
-    fs = calloc(1, sizeof(*fs));
+    fs = (dq_fd_state *)calloc(1, sizeof(*fs));
     if (fs == NULL) {
         *err = -ENOMEM;
         return NULL;
@@ -73,7 +73,7 @@ dq_fd_state *dq_fd_state_get(dq_queue *q, int *err)
     fs->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     fs->epfd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
-                              .data.u64 = DQ_FD_WAKE_DATA };
+                              .data = { .u64 = DQ_FD_WAKE_DATA } };
     if (fs->wake_fd < 0 || fs->epfd < 0 ||
         epoll_ctl(fs->epfd, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
         *err = -errno;

@@ -28,12 +28,12 @@
 #define DELIQUEUE_SRC_FD_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <deliqueue/deliqueue.h>
 
+#include "atomic.h"
 #include "queue.h"
 
 #if defined(__linux__)
@@ -88,12 +88,12 @@ struct dq_fd_state {
     /* bumped (relaxed, under lock) by every change to entries: the
        consumer re-checks a listener it took from a poll only when this
        moved since */
-    _Atomic uint64_t gen;
+    _Atomic(uint64_t) gen;
     /* The consumer's current sleep is in epoll (or parked under a host
        loop), not on the futex: stored by the consumer before the sleep
        word it goes with, read by a waker after the CAS that took that
        word, which then writes the eventfd instead of waking the futex. */
-    _Atomic bool epoll_sleep;
+    _Atomic(bool) epoll_sleep;
 
     /* -- looper only below -- */
     bool active;            /* wait in epoll: fds watched or backend in use */

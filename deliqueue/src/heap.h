@@ -162,7 +162,7 @@ static inline int dq_heap_reserve(dq_heap *h, uint32_t want)
     uint32_t cap = h->capacity ? h->capacity : 64;
     while (cap < want)
         cap *= 2;
-    dq_heap_slot *s = realloc(h->slots, (size_t)cap * sizeof(*s));
+    dq_heap_slot *s = (dq_heap_slot *)realloc(h->slots, (size_t)cap * sizeof(*s));
     if (s == NULL)
         return -ENOMEM;
     h->slots = s;

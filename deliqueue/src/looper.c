@@ -457,7 +457,8 @@ static bool looper_run_idle(dq_queue *q)
 {
     pthread_mutex_lock(&q->idle_lock);
     size_t count = q->idle_count;
-    dq_idle_handler *copy = count ? malloc(count * sizeof(*copy)) : NULL;
+    dq_idle_handler *copy =
+        count ? (dq_idle_handler *)malloc(count * sizeof(*copy)) : NULL;
     if (copy != NULL)
         memcpy(copy, q->idle, count * sizeof(*copy));
     pthread_mutex_unlock(&q->idle_lock);

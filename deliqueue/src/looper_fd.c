@@ -69,7 +69,7 @@ static void looper_fd_rebuild_locked(dq_fd_state *fs)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
-                              .data.u64 = DQ_FD_WAKE_DATA };
+                              .data = { .u64 = DQ_FD_WAKE_DATA } };
     if (ep < 0)
         return;
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fs->wake_fd, &ev) != 0) {
@@ -79,7 +79,7 @@ static void looper_fd_rebuild_locked(dq_fd_state *fs)
     for (size_t i = 0; i < fs->count;) {
         dq_fd_entry *e = &fs->entries[i];
         ev = (struct epoll_event){ .events = dq_fd_epoll_events(e->events),
-                                   .data.u64 = e->serial };
+                                   .data = { .u64 = e->serial } };
         if (epoll_ctl(ep, EPOLL_CTL_ADD, e->fd, &ev) != 0) {
             *e = fs->entries[--fs->count];
             continue;
@@ -88,7 +88,8 @@ static void looper_fd_rebuild_locked(dq_fd_state *fs)
     }
     if (fs->backend_fd >= 0) {
         (void)epoll_ctl(fs->backend_fd, EPOLL_CTL_DEL, fs->epfd, NULL);
-        ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = DQ_FD_WAKE_DATA };
+        ev = (struct epoll_event){ .events = EPOLLIN,
+                                   .data = { .u64 = DQ_FD_WAKE_DATA } };
         (void)epoll_ctl(fs->backend_fd, EPOLL_CTL_ADD, ep, &ev);
     }
     close(fs->epfd);
@@ -164,7 +165,7 @@ static void looper_fd_keep(dq_fd_state *fs, const dq_fd_ready *r, uint32_t keep)
             dq_fd_remove_locked(fs, e);
         } else {
             struct epoll_event ev = { .events = dq_fd_epoll_events(keep),
-                                      .data.u64 = e->serial };
+                                      .data = { .u64 = e->serial } };
             if (epoll_ctl(fs->epfd, EPOLL_CTL_MOD, e->fd, &ev) == 0) {
                 e->events = keep;
             } else {
@@ -291,8 +292,10 @@ int dq_backend_fd(dq_queue *q)
         return fs->backend_fd;
     int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     int outer = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event inner_ev = { .events = EPOLLIN, .data.u64 = DQ_FD_WAKE_DATA };
-    struct epoll_event timer_ev = { .events = EPOLLIN, .data.u64 = DQ_FD_TIMER_DATA };
+    struct epoll_event inner_ev = { .events = EPOLLIN,
+                                    .data = { .u64 = DQ_FD_WAKE_DATA } };
+    struct epoll_event timer_ev = { .events = EPOLLIN,
+                                    .data = { .u64 = DQ_FD_TIMER_DATA } };
     /* the lock: adders read epfd under it (a rebuild is ours anyway) */
     pthread_mutex_lock(&fs->lock);
     if (timer < 0 || outer < 0 ||
@@ -375,7 +378,7 @@ int dq_looper_fd_poll(dq_queue *q)
 
 /* epoll_pwait2 takes a timespec; QEMU user mode (7.2) lacks it, and then
    the wait rounds up to epoll_wait's milliseconds. */
-static _Atomic int no_pwait2;
+static _Atomic(int) no_pwait2;
 
 void dq_looper_fd_wait(dq_queue *q, int64_t deadline)
 {

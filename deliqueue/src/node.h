@@ -27,12 +27,12 @@
 #define DELIQUEUE_SRC_NODE_H
 
 #include <stdalign.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <deliqueue/deliqueue.h>
+#include "atomic.h"
 #include "heap.h"
 #include "msg.h"
 
@@ -108,7 +108,7 @@ struct dq_node {
     /* -- line 0: written by the producer, read by everyone -- */
     /* stack link toward older nodes */
     alignas(64) _Atomic(dq_node *) next;
-    _Atomic uint64_t state;
+    _Atomic(uint64_t) state;
     /* heap key: when, or DQ_KEY_FRONT.  Atomic (relaxed everywhere,
        plain loads and stores in the code) because the looper moves a
        repeating post's due at each re-arm while walkers read it. */
@@ -130,8 +130,9 @@ struct dq_node {
     int64_t period;
 };
 
-_Static_assert(offsetof(dq_node, owner) == 64, "the producer writes line 0 only");
-_Static_assert(sizeof(dq_node) == 128, "two lines");
+DQ_ATOMIC_LAYOUT_ASSERT(offsetof(dq_node, owner) == 64,
+                        "the producer writes line 0 only");
+DQ_ATOMIC_LAYOUT_ASSERT(sizeof(dq_node) == 128, "two lines");
 /* dq_node_set_msg/dq_node_msg copy dq_msg's head as one block */
 _Static_assert(offsetof(dq_payload, obj) == offsetof(dq_msg, obj) &&
                    offsetof(dq_payload, callback) == offsetof(dq_msg, callback) &&

@@ -53,8 +53,8 @@
 _Static_assert(DQ_INDEX_BITS >= CHUNK_SHIFT, "a pool of one chunk or more");
 #define SLAB_BYTES  ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
 #define SLAB_CHUNKS (SLAB_BYTES / (CHUNK_NODES * sizeof(dq_node)))
-_Static_assert(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
-               "a slab is a whole number of chunks");
+DQ_ATOMIC_LAYOUT_ASSERT(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
+                        "a slab is a whole number of chunks");
 _Static_assert(CHUNK_WORDS *DQ_POOL_WORD_NODES == CHUNK_NODES,
                "a chunk is a whole number of free-map words");
 
@@ -70,24 +70,24 @@ static _Atomic(dq_node *) chunks[MAX_CHUNKS];
    scan must not wait, nor the pool grow for each claim meanwhile).  A
    thread holding one of a chunk's nodes reads the entry relaxed: the node
    reached it after the entry was published. */
-static _Atomic(_Atomic uint64_t *) chunk_free[MAX_CHUNKS];
+static _Atomic(_Atomic(uint64_t) *) chunk_free[MAX_CHUNKS];
 /* Chunk indexes taken (grow's CAS): the scans' end is their words. */
-static _Atomic uint32_t chunks_reserved;
+static _Atomic(uint32_t) chunks_reserved;
 /* Chunks published: dq_pool_count's total (relaxed: a count). */
-static _Atomic uint32_t chunks_made;
+static _Atomic(uint32_t) chunks_made;
 /* Where a scan starts: below it every word was empty when a scan passed,
    unless a give-back lowered it since.  Only a hint (relaxed): a give-back
    can race with a scan that raises it past the word just refilled, and
    such bits wait for the scan from 0 that grow makes before it adds a
    chunk. */
-static _Atomic uint32_t scan_from;
+static _Atomic(uint32_t) scan_from;
 
 /* The slab chunks are carved from: its address, 2 MiB aligned, or'ed with
    the number of its chunks handed out (the low bits).  Moved on by CAS;
    a slab, once installed, is never unmapped. */
-static _Atomic uintptr_t slab_cursor;
+static _Atomic(uintptr_t) slab_cursor;
 /* Bytes mapped for slabs and their free-map words (relaxed: a count). */
-static _Atomic uint64_t reserved_bytes;
+static _Atomic(uint64_t) reserved_bytes;
 
 /* The registry of threads' caches, for dq_pool_count: slots, never freed,
    on a list that only grows (a push is a CAS on its head), each claimed
@@ -96,7 +96,7 @@ static _Atomic uint64_t reserved_bytes;
    cache may be read, plus SLOT_READER per dq_pool_count reading it. */
 struct dq_pool_slot {
     struct dq_pool_slot *next; /* fixed before the slot is pushed */
-    _Atomic uint32_t state;
+    _Atomic(uint32_t) state;
     struct dq_pool_cache *cache; /* written by the owner before SLOT_LIVE */
 };
 #define SLOT_TAKEN  1u
@@ -104,13 +104,13 @@ struct dq_pool_slot {
 #define SLOT_READER 4u
 static _Atomic(struct dq_pool_slot *) slots;
 
-_Thread_local struct dq_pool_cache dq_pool_cache;
+DQ_THREAD_LOCAL(struct dq_pool_cache, dq_pool_cache);
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 #ifdef DQ_TEST_CLOCK
 #include <deliqueue/testing.h>
-static void (*_Atomic pool_hook)(int point);
+static _Atomic(void (*)(int)) pool_hook;
 void dq_test_pool_hook(void (*fn)(int point))
 {
     atomic_store(&pool_hook, fn);
@@ -121,7 +121,7 @@ static void pool_point(int point)
     if (fn != NULL)
         fn(point);
 }
-static bool (*_Atomic fault_hook)(int step);
+static _Atomic(bool (*)(int)) fault_hook;
 void dq_test_pool_fault(bool (*fn)(int step))
 {
     atomic_store(&fault_hook, fn);
@@ -148,20 +148,20 @@ dq_node *dq_pool_node(uint32_t index)
 }
 
 /* Word w of the map, for a thread holding one of its chunk's nodes. */
-static _Atomic uint64_t *free_word(uint32_t w)
+static _Atomic(uint64_t) *free_word(uint32_t w)
 {
     /* relaxed: the node reached the caller after the entry (chunk_free) */
-    _Atomic uint64_t *words =
+    _Atomic(uint64_t) *words =
         atomic_load_explicit(&chunk_free[w / CHUNK_WORDS], memory_order_relaxed);
     return &words[w % CHUNK_WORDS];
 }
 
 /* Word w of the map, for a scan: NULL while its chunk is unpublished. */
-static _Atomic uint64_t *scan_word(uint32_t w)
+static _Atomic(uint64_t) *scan_word(uint32_t w)
 {
     /* acquire: pairs with grow's release of the entry, so the words'
        initial bits (and through them the nodes) are seen */
-    _Atomic uint64_t *words =
+    _Atomic(uint64_t) *words =
         atomic_load_explicit(&chunk_free[w / CHUNK_WORDS], memory_order_acquire);
     return words != NULL ? &words[w % CHUNK_WORDS] : NULL;
 }
@@ -174,7 +174,7 @@ static uint32_t scan_end(void)
 }
 
 /* Take every free node of word *p: the word's bits, which are then 0. */
-static uint64_t take_word(_Atomic uint64_t *p)
+static uint64_t take_word(_Atomic(uint64_t) *p)
 {
     /* acquire: pairs with give_back's release (the nodes' resets) */
     return atomic_exchange_explicit(p, 0, memory_order_acquire);
@@ -184,7 +184,7 @@ static uint64_t take_word(_Atomic uint64_t *p)
    racing taker had them first. */
 static uint64_t take_if_free(uint32_t w)
 {
-    _Atomic uint64_t *p = scan_word(w);
+    _Atomic(uint64_t) *p = scan_word(w);
     /* relaxed: only whether to try; the exchange decides */
     if (p == NULL || atomic_load_explicit(p, memory_order_relaxed) == 0)
         return 0;
@@ -226,38 +226,40 @@ static void give_back(uint32_t w, uint64_t mask)
    node filled, so that the posts' prefetches stay on real nodes. */
 static void mag_fill(void)
 {
-    uint32_t k = 0, i = dq_pool_cache.stash_next;
-    while (k < DQ_POOL_MAG_NODES && i < dq_pool_cache.stash_count) {
-        dq_node *base = dq_pool_node(dq_pool_cache.stash_word[i] * DQ_POOL_WORD_NODES);
-        uint64_t mask = dq_pool_cache.stash_mask[i];
+    uint32_t k = 0, i = DQ_TLS(dq_pool_cache).stash_next;
+    while (k < DQ_POOL_MAG_NODES && i < DQ_TLS(dq_pool_cache).stash_count) {
+        dq_node *base =
+            dq_pool_node(DQ_TLS(dq_pool_cache).stash_word[i] * DQ_POOL_WORD_NODES);
+        uint64_t mask = DQ_TLS(dq_pool_cache).stash_mask[i];
         for (; mask != 0 && k < DQ_POOL_MAG_NODES; mask &= mask - 1)
-            dq_pool_cache.mag[k++] = base + __builtin_ctzll(mask);
-        dq_pool_cache.stash_mask[i] = mask;
+            DQ_TLS(dq_pool_cache).mag[k++] = base + __builtin_ctzll(mask);
+        DQ_TLS(dq_pool_cache).stash_mask[i] = mask;
         if (mask == 0)
             i++;
     }
-    dq_pool_cache.stash_next = i;
+    DQ_TLS(dq_pool_cache).stash_next = i;
     assert(k > 0); /* callers fill the stash first, with non-empty words */
     for (uint32_t j = k; j < k + DQ_POOL_AHEAD && j < DQ_POOL_MAG_NODES; j++)
-        dq_pool_cache.mag[j] = dq_pool_cache.mag[k - 1];
+        DQ_TLS(dq_pool_cache).mag[j] = DQ_TLS(dq_pool_cache).mag[k - 1];
     for (uint32_t j = 0; j < k && j < DQ_POOL_AHEAD; j++)
-        dq_prefetch_node_for_post(dq_pool_cache.mag[j]);
+        dq_prefetch_node_for_post(DQ_TLS(dq_pool_cache).mag[j]);
     uint32_t stashed = 0;
-    for (; i < dq_pool_cache.stash_count; i++)
-        stashed += (uint32_t)__builtin_popcountll(dq_pool_cache.stash_mask[i]);
+    for (; i < DQ_TLS(dq_pool_cache).stash_count; i++)
+        stashed += (uint32_t)__builtin_popcountll(DQ_TLS(dq_pool_cache).stash_mask[i]);
     /* relaxed: this thread's own fields, read by dq_pool_count */
-    atomic_store_explicit(&dq_pool_cache.stash_nodes, stashed, memory_order_relaxed);
-    atomic_store_explicit(&dq_pool_cache.next, 0, memory_order_relaxed);
-    atomic_store_explicit(&dq_pool_cache.count, k, memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).stash_nodes, stashed,
+                          memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).next, 0, memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).count, k, memory_order_relaxed);
 }
 
 /* The stash holds exactly word w's free nodes (mask). */
 static void stash_one(uint32_t w, uint64_t mask)
 {
-    dq_pool_cache.stash_word[0] = w;
-    dq_pool_cache.stash_mask[0] = mask;
-    dq_pool_cache.stash_next = 0;
-    dq_pool_cache.stash_count = 1;
+    DQ_TLS(dq_pool_cache).stash_word[0] = w;
+    DQ_TLS(dq_pool_cache).stash_mask[0] = mask;
+    DQ_TLS(dq_pool_cache).stash_next = 0;
+    DQ_TLS(dq_pool_cache).stash_count = 1;
 }
 
 /* Take the lowest non-empty word at or above scan_from and the other
@@ -288,8 +290,8 @@ static bool claim(void)
         for (uint32_t v = w; v < line_end; v++) {
             uint64_t more = take_if_free(v);
             if (more != 0) {
-                dq_pool_cache.stash_word[n] = v;
-                dq_pool_cache.stash_mask[n] = more;
+                DQ_TLS(dq_pool_cache).stash_word[n] = v;
+                DQ_TLS(dq_pool_cache).stash_mask[n] = more;
                 n++;
                 nodes += (uint32_t)__builtin_popcountll(more);
             }
@@ -300,7 +302,7 @@ static bool claim(void)
             break;
         line_end = w + DQ_POOL_LINE_WORDS;
     }
-    dq_pool_cache.stash_count = n;
+    DQ_TLS(dq_pool_cache).stash_count = n;
     uint32_t next = n > 1 ? w : first;
     if (next != from) /* relaxed: a hint; lost to a racing update, fine */
         atomic_compare_exchange_strong_explicit(
@@ -328,8 +330,8 @@ static struct dq_pool_slot *slot_claim(void)
                 return s;
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    struct dq_pool_slot *fresh =
-        mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct dq_pool_slot *fresh = (struct dq_pool_slot *)mmap(
+        NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (fresh == MAP_FAILED)
         return NULL;
     size_t n = page / sizeof(*fresh);
@@ -354,22 +356,26 @@ static void cache_release(void *unused)
     dq_pool_batch batch;
     dq_pool_batch_init(&batch);
     /* relaxed, loads and stores: this thread's own fields (dq_pool_cache) */
-    uint32_t next = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
-    uint32_t count = atomic_load_explicit(&dq_pool_cache.count, memory_order_relaxed);
+    uint32_t next =
+        atomic_load_explicit(&DQ_TLS(dq_pool_cache).next, memory_order_relaxed);
+    uint32_t count =
+        atomic_load_explicit(&DQ_TLS(dq_pool_cache).count, memory_order_relaxed);
     for (uint32_t i = next; i < count; i++)
-        dq_pool_batch_add(&batch, dq_pool_cache.mag[i]);
+        dq_pool_batch_add(&batch, DQ_TLS(dq_pool_cache).mag[i]);
     dq_pool_batch_flush(&batch);
-    for (uint32_t i = dq_pool_cache.stash_next; i < dq_pool_cache.stash_count; i++)
-        if (dq_pool_cache.stash_mask[i] != 0)
-            give_back(dq_pool_cache.stash_word[i], dq_pool_cache.stash_mask[i]);
-    atomic_store_explicit(&dq_pool_cache.next, 0, memory_order_relaxed);
-    atomic_store_explicit(&dq_pool_cache.count, 0, memory_order_relaxed);
-    atomic_store_explicit(&dq_pool_cache.stash_nodes, 0, memory_order_relaxed);
-    dq_pool_cache.stash_next = dq_pool_cache.stash_count = 0;
-    struct dq_pool_slot *slot = dq_pool_cache.slot;
+    for (uint32_t i = DQ_TLS(dq_pool_cache).stash_next;
+         i < DQ_TLS(dq_pool_cache).stash_count; i++)
+        if (DQ_TLS(dq_pool_cache).stash_mask[i] != 0)
+            give_back(DQ_TLS(dq_pool_cache).stash_word[i],
+                      DQ_TLS(dq_pool_cache).stash_mask[i]);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).next, 0, memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).count, 0, memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).stash_nodes, 0, memory_order_relaxed);
+    DQ_TLS(dq_pool_cache).stash_next = DQ_TLS(dq_pool_cache).stash_count = 0;
+    struct dq_pool_slot *slot = DQ_TLS(dq_pool_cache).slot;
     if (slot == NULL)
         return;
-    dq_pool_cache.slot = NULL;
+    DQ_TLS(dq_pool_cache).slot = NULL;
     /* The cache is this thread's storage, gone when the thread is: a
        reader either added itself before SLOT_LIVE went (then this waits
        for it to leave) or sees SLOT_LIVE clear and does not read it.  The
@@ -393,9 +399,9 @@ static void pool_atfork_child(void)
     /* relaxed: the child has one thread */
     struct dq_pool_slot *s = atomic_load_explicit(&slots, memory_order_relaxed);
     for (; s != NULL; s = s->next)
-        atomic_store_explicit(&s->state,
-                              s == dq_pool_cache.slot ? SLOT_TAKEN | SLOT_LIVE : 0,
-                              memory_order_relaxed);
+        atomic_store_explicit(
+            &s->state, s == DQ_TLS(dq_pool_cache).slot ? SLOT_TAKEN | SLOT_LIVE : 0,
+            memory_order_relaxed);
 }
 
 static void cache_key_create(void)
@@ -415,13 +421,13 @@ static int cache_register(void)
        it the slot would outlive the thread's cache (ENOMEM: glibc
        allocates for keys past its first 32) */
     if (pool_fault(DQ_TEST_POOL_SET_KEY) ||
-        pthread_setspecific(cache_key, &dq_pool_cache) != 0) {
+        pthread_setspecific(cache_key, &DQ_TLS(dq_pool_cache)) != 0) {
         /* release: as cache_release's */
         atomic_fetch_and_explicit(&slot->state, ~SLOT_TAKEN, memory_order_release);
         return -1;
     }
-    slot->cache = &dq_pool_cache;
-    dq_pool_cache.slot = slot;
+    slot->cache = &DQ_TLS(dq_pool_cache);
+    DQ_TLS(dq_pool_cache).slot = slot;
     pool_point(DQ_TEST_POOL_REGISTER);
     /* release: pairs with a reader's acquire, so it sees slot->cache */
     atomic_fetch_or_explicit(&slot->state, SLOT_LIVE, memory_order_release);
@@ -446,8 +452,8 @@ static uintptr_t slab_map(void)
     if (pool_fault(DQ_TEST_POOL_MAP_SLAB))
         return 0;
     size_t keep = slab_mapped_bytes(), len = SLAB_BYTES + keep;
-    char *p =
-        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *p = (char *)mmap(NULL, len, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return 0;
     uintptr_t base = ((uintptr_t)p + SLAB_USED) & ~SLAB_USED;
@@ -464,16 +470,16 @@ static uintptr_t slab_map(void)
 }
 
 /* Chunk i of the slab at base, and its free-map words in *words. */
-static dq_node *slab_chunk(uintptr_t base, uintptr_t i, _Atomic uint64_t **words)
+static dq_node *slab_chunk(uintptr_t base, uintptr_t i, _Atomic(uint64_t) **words)
 {
-    *words = (_Atomic uint64_t *)(base + SLAB_BYTES) + i * CHUNK_WORDS;
+    *words = (_Atomic(uint64_t) *)(base + SLAB_BYTES) + i * CHUNK_WORDS;
     return (dq_node *)(base + i * CHUNK_NODES * sizeof(dq_node));
 }
 
 /* Memory for a new chunk and its free-map words, from the current slab or
    a new one; NULL: out of memory.  A thread that loses the race to install
    a new slab unmaps its own and carves from the winner's. */
-static dq_node *carve_chunk(_Atomic uint64_t **words)
+static dq_node *carve_chunk(_Atomic(uint64_t) **words)
 {
     /* relaxed, here and in each CAS: the cursor hands out addresses and
        nothing else.  An installer writes nothing into its slab (a fresh,
@@ -528,7 +534,7 @@ static int grow(void)
             return -1;
     while (!atomic_compare_exchange_weak_explicit(
         &chunks_reserved, &k, k + 1, memory_order_relaxed, memory_order_relaxed));
-    _Atomic uint64_t *words;
+    _Atomic(uint64_t) *words;
     dq_node *chunk = carve_chunk(&words);
     if (chunk == NULL) {
         /* give the index back if no later one was taken; else it stays a
@@ -584,11 +590,11 @@ static int grow(void)
 
 dq_node *dq_pool_get_slow(void)
 {
-    if (dq_pool_cache.slot == NULL && cache_register() != 0)
+    if (DQ_TLS(dq_pool_cache).slot == NULL && cache_register() != 0)
         return NULL;
     if (dq_pool_cache_empty()) {
-        if (dq_pool_cache.stash_next == dq_pool_cache.stash_count && !claim() &&
-            grow() != 0)
+        if (DQ_TLS(dq_pool_cache).stash_next == DQ_TLS(dq_pool_cache).stash_count &&
+            !claim() && grow() != 0)
             return NULL;
         mag_fill();
     }
@@ -599,9 +605,10 @@ void dq_pool_unget(dq_node *n)
 {
     /* the last node this thread took: back to the front of its magazine
        (relaxed: this thread's own field) */
-    uint32_t i = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
-    if (i > 0 && dq_pool_cache.mag[i - 1] == n) {
-        atomic_store_explicit(&dq_pool_cache.next, i - 1, memory_order_relaxed);
+    uint32_t i =
+        atomic_load_explicit(&DQ_TLS(dq_pool_cache).next, memory_order_relaxed);
+    if (i > 0 && DQ_TLS(dq_pool_cache).mag[i - 1] == n) {
+        atomic_store_explicit(&DQ_TLS(dq_pool_cache).next, i - 1, memory_order_relaxed);
         return;
     }
     give_back(word_of(n), bit_of(n));
@@ -648,7 +655,7 @@ void dq_pool_count(uint64_t *reserved, uint64_t *total, uint64_t *free_nodes,
     uint32_t words = scan_end();
     uint64_t nfree = 0;
     for (uint32_t w = 0; w < words; w++) {
-        _Atomic uint64_t *p = scan_word(w);
+        _Atomic(uint64_t) *p = scan_word(w);
         /* relaxed: a count, not a claim */
         if (p != NULL)
             nfree += (uint64_t)__builtin_popcountll(

@@ -12,12 +12,12 @@
 #ifndef DELIQUEUE_SRC_POOL_H
 #define DELIQUEUE_SRC_POOL_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <deliqueue_arch/cpu.h>
 
+#include "atomic.h"
 #include "node.h"
 
 /* The pool's free map has a bit per node, DQ_POOL_WORD_NODES nodes to a
@@ -65,15 +65,15 @@ _Static_assert(DQ_POOL_AHEAD < DQ_POOL_MAG_NODES, "prefetch within a magazine");
    pool's registry slot the cache holds (slot) from its thread's first
    slow post until its exit. */
 struct dq_pool_cache {
-    _Atomic uint32_t next, count;
+    _Atomic(uint32_t) next, count;
     dq_node *mag[DQ_POOL_MAG_NODES];
     uint32_t stash_next, stash_count;
-    _Atomic uint32_t stash_nodes; /* nodes in stash_mask[stash_next ..) */
+    _Atomic(uint32_t) stash_nodes; /* nodes in stash_mask[stash_next ..) */
     uint32_t stash_word[DQ_POOL_STASH_WORDS];
     uint64_t stash_mask[DQ_POOL_STASH_WORDS];
     struct dq_pool_slot *slot;
 };
-extern _Thread_local struct dq_pool_cache dq_pool_cache
+extern DQ_THREAD_LOCAL(struct dq_pool_cache, dq_pool_cache)
     __attribute__((visibility("hidden")));
 
 /* Whether the calling thread's magazine is used up (then
@@ -81,8 +81,8 @@ extern _Thread_local struct dq_pool_cache dq_pool_cache
 static inline bool dq_pool_cache_empty(void)
 {
     /* relaxed: this thread's own fields (see dq_pool_cache) */
-    return atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed) ==
-           atomic_load_explicit(&dq_pool_cache.count, memory_order_relaxed);
+    return atomic_load_explicit(&DQ_TLS(dq_pool_cache).next, memory_order_relaxed) ==
+           atomic_load_explicit(&DQ_TLS(dq_pool_cache).count, memory_order_relaxed);
 }
 /* A node in state (gen, FREE) for the calling thread, the next of its
    magazine, which must not be empty.  Inline: this is every post's first
@@ -90,11 +90,12 @@ static inline bool dq_pool_cache_empty(void)
 static inline dq_node *dq_pool_take_cached(void)
 {
     /* relaxed: this thread's own field (see dq_pool_cache) */
-    uint32_t i = atomic_load_explicit(&dq_pool_cache.next, memory_order_relaxed);
-    atomic_store_explicit(&dq_pool_cache.next, i + 1, memory_order_relaxed);
+    uint32_t i =
+        atomic_load_explicit(&DQ_TLS(dq_pool_cache).next, memory_order_relaxed);
+    atomic_store_explicit(&DQ_TLS(dq_pool_cache).next, i + 1, memory_order_relaxed);
     dq_prefetch_node_for_post(
-        dq_pool_cache.mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
-    return dq_pool_cache.mag[i];
+        DQ_TLS(dq_pool_cache).mag[(i + DQ_POOL_AHEAD) % DQ_POOL_MAG_NODES]);
+    return DQ_TLS(dq_pool_cache).mag[i];
 }
 /* Refill the cache from the free map (or grow the pool), then take a
    node; NULL: out of memory (ENOMEM). */
@@ -111,7 +112,7 @@ dq_node *dq_pool_node(uint32_t index);
    nodes per queue wait there).  mask: written by its one owner with
    relaxed stores, read by dq_pool_stats. */
 typedef struct dq_pool_batch {
-    _Atomic uint64_t mask;
+    _Atomic(uint64_t) mask;
     uint32_t word;
 } dq_pool_batch;
 

@@ -23,10 +23,10 @@
 
 #include <pthread.h>
 #include <stdalign.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include <deliqueue/deliqueue.h>
+#include "atomic.h"
 #include "heap.h"
 
 #include "node.h"
@@ -74,8 +74,8 @@ typedef struct dq_core {
     /* removers push claimed nodes; the looper takes them all at once */
     alignas(DQ_CACHE_LINE) _Atomic(dq_node *) removals;
     /* walker grace periods: walkers count themselves in walkers[epoch & 1] */
-    alignas(DQ_CACHE_LINE) _Atomic uint64_t epoch; /* written by the looper only */
-    _Atomic uint64_t walkers[2];
+    alignas(DQ_CACHE_LINE) _Atomic(uint64_t) epoch; /* written by the looper only */
+    _Atomic(uint64_t) walkers[2];
 
     /* -- looper only below -- */
     alignas(DQ_CACHE_LINE) dq_node *boundary; /* topmost node already swept */
@@ -86,7 +86,7 @@ typedef struct dq_core {
     int64_t sweep_now;                /* dq_now() before this step's sweep: what is
                                                  due by then goes to the heaps' due runs */
     dq_node *limbo_head, *limbo_tail; /* retired, waiting for walkers */
-    _Atomic uint32_t limbo_count;     /* looper's relaxed stores; read by
+    _Atomic(uint32_t) limbo_count;    /* looper's relaxed stores; read by
                                                  dq_pool_stats */
     dq_node *unswept;                 /* claimed before we met them */
     /* a repeating post in a delivery: re-armed when its dispatch returns
@@ -100,30 +100,30 @@ typedef struct dq_core {
 
 struct dq_queue {
     /* producers: one CAS here per post */
-    alignas(DQ_CACHE_LINE) _Atomic uintptr_t top;
+    alignas(DQ_CACHE_LINE) _Atomic(uintptr_t) top;
     /* consumer writes when it sleeps and wakes; producers read */
-    alignas(DQ_CACHE_LINE) _Atomic int64_t sleep;
+    alignas(DQ_CACHE_LINE) _Atomic(int64_t) sleep;
     /* consumer writes before each sleep-word store that sets DQ_HELD; read
        only by a sync post that finds the consumer asleep and held */
-    _Atomic int64_t held_due;
+    _Atomic(int64_t) held_due;
     dq_event wake;
     /* fd listeners (fd.h): NULL until the first dq_add_fd_listener or
        dq_backend_fd; set once, freed by the last dq_unref.  fd_changed:
        set by every listener add or remove, cleared by the consumer.  Both
        read by the consumer every step, so on this line, which it owns. */
     _Atomic(struct dq_fd_state *) fd_state;
-    _Atomic uint32_t fd_changed;
+    _Atomic(uint32_t) fd_changed;
     /* dq_wake's flag: set by any thread, taken by the consumer when it
        would wait in dq_loop_once or dq_next_until (looper_take_wake) */
     _Atomic(uint32_t) woken;
 
-    alignas(DQ_CACHE_LINE) _Atomic uint64_t users;
-    _Atomic uint64_t refs;
-    _Atomic int quit_mode;
-    _Atomic int64_t quit_time; /* quit_safely's cut: dq_now() read after the
+    alignas(DQ_CACHE_LINE) _Atomic(uint64_t) users;
+    _Atomic(uint64_t) refs;
+    _Atomic(int) quit_mode;
+    _Atomic(int64_t) quit_time; /* quit_safely's cut: dq_now() read after the
                                         quit tag, -1 until then */
-    _Atomic uint64_t consumer; /* looper_thread_id() of the looper, 0 = none */
-    _Atomic(dq_core *) core;   /* NULL after teardown */
+    _Atomic(uint64_t) consumer; /* looper_thread_id() of the looper, 0 = none */
+    _Atomic(dq_core *) core;    /* NULL after teardown */
     dq_options opts;
 
     _Atomic(struct dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */

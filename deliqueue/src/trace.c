@@ -33,14 +33,14 @@ static const char *const marker_paths[] = {
 
 /* The marker's descriptor, -1 until opened.  Written under open_lock
    only; release/acquire: a writer that sees a descriptor sees it open. */
-static _Atomic int marker_fd = -1;
+static _Atomic(int) marker_fd = -1;
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *marker_path = "trace_marker"; /* under open_lock */
 /* The process id in every marker; relaxed: a value, reset in a forked
    child before it can run anything else. */
-static _Atomic int marker_pid;
+static _Atomic(int) marker_pid;
 /* Set once a failure has been reported: every later one is silent. */
-static _Atomic int failure_reported;
+static _Atomic(int) failure_reported;
 
 static void report_once(const char *what, const char *path, int err)
 {
@@ -146,7 +146,7 @@ int dq_set_name(dq_queue *q, const char *name)
     for (size_t i = 0; i < len; i++)
         if (name[i] < 0x20 || name[i] > 0x7e || name[i] == '|')
             return -EINVAL;
-    dq_trace_name *n = malloc(sizeof(*n) + len + 1);
+    dq_trace_name *n = (dq_trace_name *)malloc(sizeof(*n) + len + 1);
     if (n == NULL)
         return -ENOMEM;
     memcpy(n->text, name, len + 1);
@@ -170,7 +170,7 @@ void dq_trace_names_free(_Atomic(dq_trace_name *) *names)
 }
 
 /* q's name, or its address when it has none. */
-static const char *queue_name(dq_queue *q, char fallback[static 24])
+static const char *queue_name(dq_queue *q, char fallback[24])
 {
     /* acquire: pairs with dq_set_name's exchange, so the text is whole */
     dq_trace_name *n = atomic_load_explicit(&q->trace_name, memory_order_acquire);
@@ -196,12 +196,15 @@ static int format_time(char *buf, size_t cap, const char *key, int64_t t, int64_
 
 size_t dq_trace_format(char *buf, size_t cap, const dq_trace_event *e)
 {
+    /* by kind, in the enum's order; END and BACKLOG have formats of
+       their own */
     static const char *const verb[] = {
-        [DQ_TRACE_POST] = "post",         [DQ_TRACE_POST_REFUSED] = "post refused",
-        [DQ_TRACE_BARRIER] = "barrier",   [DQ_TRACE_DELIVER] = "deliver",
-        [DQ_TRACE_DISPATCH] = "dispatch", [DQ_TRACE_SLEEP] = "sleep",
-        [DQ_TRACE_CANCEL] = "cancel",     [DQ_TRACE_REMOVE] = "remove",
+        "post",  "post refused", "barrier", "deliver", "dispatch",
+        "sleep", NULL,           NULL,      "cancel",  "remove",
     };
+    _Static_assert(sizeof(verb) / sizeof(verb[0]) == DQ_TRACE_REMOVE + 1 &&
+                       DQ_TRACE_SLEEP == 5 && DQ_TRACE_CANCEL == 8,
+                   "verb follows enum dq_trace_kind");
     int n;
     switch (e->kind) {
     case DQ_TRACE_END: n = snprintf(buf, cap, "E|%d", e->pid); break;

@@ -39,12 +39,13 @@
 #ifndef DELIQUEUE_SRC_TRACE_H
 #define DELIQUEUE_SRC_TRACE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <deliqueue/deliqueue.h>
+
+#include "atomic.h"
 
 /* A queue's name: immutable once published.  dq_set_name publishes a new
    one and keeps the old ones (a racing event may still read them) until
@@ -54,9 +55,10 @@ typedef struct dq_trace_name {
     char text[];
 } dq_trace_name;
 
+/* The tracing switch, alone on its cache line: the alignment rounds the
+   struct's size up to the line. */
 typedef struct dq_trace_flag {
-    _Alignas(64) _Atomic int on;
-    char pad[64 - sizeof(_Atomic int)];
+    _Alignas(64) _Atomic(int) on;
 } dq_trace_flag;
 extern dq_trace_flag dq_trace_state;
 

@@ -11,8 +11,9 @@
 #ifndef DELIQUEUE_SRC_WAIT_H
 #define DELIQUEUE_SRC_WAIT_H
 
-#include <stdatomic.h>
 #include <stdint.h>
+
+#include "atomic.h"
 
 #if !defined(__linux__) && !defined(DQ_WAIT_PTHREAD)
 #define DQ_WAIT_PTHREAD 1
@@ -23,7 +24,7 @@
 #endif
 
 typedef struct dq_event {
-    _Atomic uint32_t count;
+    _Atomic(uint32_t) count;
 #ifdef DQ_WAIT_PTHREAD
     pthread_mutex_t lock;
     pthread_cond_t cond;
