@@ -127,33 +127,33 @@ void dq_ident_end(dq_queue *q)
 /* The innermost consumer call in progress on this thread, or, with none
    in progress, the queue of its latest one; depth counts the calls in
    progress. */
-static _Thread_local dq_consumer_frame current;
-static _Thread_local unsigned current_depth;
+static DQ_THREAD_LOCAL(dq_consumer_frame, current);
+static DQ_THREAD_LOCAL(unsigned, current_depth);
 
 void dq_consumer_enter(dq_queue *q, dq_consumer_frame *saved)
 {
-    *saved = current;
-    current_depth++;
-    current = (dq_consumer_frame){ q, q->ident, q->ident_gen };
+    *saved = DQ_TLS(current);
+    DQ_TLS(current_depth)++;
+    DQ_TLS(current) = (dq_consumer_frame){ q, q->ident, q->ident_gen };
 }
 
 void dq_consumer_leave(const dq_consumer_frame *saved)
 {
-    if (--current_depth > 0)
-        current = *saved;
+    if (--DQ_TLS(current_depth) > 0)
+        DQ_TLS(current) = *saved;
 }
 
 dq_queue *dq_consumer_current(void)
 {
-    if (current.q == NULL)
+    if (DQ_TLS(current).q == NULL)
         return NULL;
     /* relaxed: see dq_ident_end */
-    if (atomic_load_explicit(&current.ident->gen, memory_order_relaxed) !=
-        current.gen) {
-        current.q = NULL; /* destroyed: forget it */
+    if (atomic_load_explicit(&DQ_TLS(current).ident->gen, memory_order_relaxed) !=
+        DQ_TLS(current).gen) {
+        DQ_TLS(current).q = NULL; /* destroyed: forget it */
         return NULL;
     }
-    return current.q;
+    return DQ_TLS(current).q;
 }
 
 /* ---- discards and wake-ups ---------------------------------------------- */
@@ -168,6 +168,7 @@ void dq_report_discard(dq_queue *q, const dq_node *n)
     if (dq_invoke_is_call(n->msg.target, n->msg.what))
         dq_call_discarded(n->msg.obj);
 }
+
 void dq_wake_sleeper(dq_queue *q, int64_t seen)
 {
     if (atomic_compare_exchange_strong_explicit(

@@ -28,7 +28,7 @@
 #ifndef DELIQUEUE_SRC_INVOKE_H
 #define DELIQUEUE_SRC_INVOKE_H
 
-#include <stdatomic.h>
+#include "atomic.h"
 #include <stdbool.h>
 #include <stdint.h>
 
