@@ -2,9 +2,10 @@
 /*
  * dq_relacy.h: the Relacy side of deliqueue/src/atomic.h.
  *
- * The harnesses here compile the library's own sources (deliqueue/src/*.c,
- * unchanged) as C++ with -DDQ_RELACY and this directory on the include
- * path; atomic.h then includes this header instead of <stdatomic.h>.  It
+ * The harnesses here compile the library's own sources (the .c files of
+ * deliqueue/src, unchanged) as C++ with -DDQ_RELACY and this directory on
+ * the include path; atomic.h then includes this header instead of
+ * <stdatomic.h>.  It
  * maps what the core shares between threads onto Relacy Race Detector,
  * which runs every simulated thread as a fiber of one OS thread and
  * explores their interleavings under the C++11 memory model (store

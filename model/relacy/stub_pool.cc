@@ -21,7 +21,7 @@
 
 #include "dq_relacy.h"
 
-#include "pool.h"
+#include "deliqueue/src/pool.h"
 
 /* Every post finds the magazine empty and asks dq_pool_get_slow. */
 DQ_THREAD_LOCAL(struct dq_pool_cache, dq_pool_cache);
