@@ -100,7 +100,7 @@ int dq_ident_take(dq_queue *q)
         ident_free = id->next_free;
     pthread_mutex_unlock(&ident_lock);
     if (id == NULL) {
-        id = malloc(sizeof(*id));
+        id = (dq_ident *)malloc(sizeof(*id));
         if (id == NULL)
             return -ENOMEM;
         atomic_init(&id->gen, 0);

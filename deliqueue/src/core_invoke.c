@@ -70,7 +70,7 @@ static void call_complete(dq_call_record *c, uint32_t state)
 
 static void call_run(dq_msg *m)
 {
-    dq_call_record *c = m->obj;
+    dq_call_record *c = (dq_call_record *)m->obj;
     uint32_t expect = DQ_CALL_PENDING;
     /* acquire: a waiter that abandoned it wrote nothing we read; the CAS
        only decides between fn and the waiter's leaving.  Relaxed would
@@ -88,7 +88,7 @@ static void call_run(dq_msg *m)
 
 dq_call_record *dq_call_new(dq_queue *q, void (*fn)(void *ctx), void *ctx)
 {
-    dq_call_record *c = malloc(sizeof(*c));
+    dq_call_record *c = (dq_call_record *)malloc(sizeof(*c));
     if (c == NULL)
         return NULL;
     if (dq_event_init(&c->ev) != 0) {
@@ -128,7 +128,7 @@ void dq_call_unposted(dq_call_record *c)
 
 void dq_call_discarded(void *obj)
 {
-    dq_call_record *c = obj;
+    dq_call_record *c = (dq_call_record *)obj;
     /* only a message never delivered is discarded, so call_run never
        runs for it, and the waiter changes PENDING only to ABANDONED,
        which a discard after it overrides harmlessly (the waiter has its

@@ -358,6 +358,7 @@ typedef rl::memory_order memory_order;
 #define atomic_fetch_sub_explicit(obj, v, mo) ::dq_rl::fetch_sub((obj), (v), (mo), $)
 #define atomic_fetch_or_explicit(obj, v, mo)  ::dq_rl::fetch_or((obj), (v), (mo), $)
 #define atomic_fetch_and_explicit(obj, v, mo) ::dq_rl::fetch_and((obj), (v), (mo), $)
+#define atomic_thread_fence(mo)               ::rl::atomic_thread_fence((mo), $)
 #define atomic_load(obj)                      atomic_load_explicit(obj, memory_order_seq_cst)
 #define atomic_store(obj, v)                  atomic_store_explicit(obj, v, memory_order_seq_cst)
 
