@@ -8,6 +8,10 @@
  *   atomic_init, memory_order_*
  *   DQ_THREAD_LOCAL(type, name)           declares `_Thread_local type name`
  *   DQ_TLS(name)                          name: the calling thread's instance
+ *   DQ_PROCESS_STATIC(type, name)         declares `type name`: plain state
+ *                                         that lives as long as the process
+ *   DQ_PROCESS_MALLOC(size)               malloc(size), for a block that
+ *                                         lives as long as the process
  *   DQ_ATOMIC_LAYOUT_ASSERT(cond, msg)    _Static_assert(cond, msg), for a
  *                                         layout fact that rests on the sizes
  *                                         of C11 atomics
@@ -19,7 +23,10 @@
  * onto Relacy Race Detector (DESIGN.md, "Checked models").  Hence the
  * spelling rules for the core: an atomic type is written _Atomic(T), never
  * _Atomic T; a thread-local is declared and used through the two macros
- * (a simulated thread is not an OS thread there); and the code stays in
+ * (a simulated thread is not an OS thread there); a plain static that
+ * outlives a queue, and a block never freed, are declared and allocated
+ * through the two process names (the model's process is one iteration);
+ * and the code stays in
  * the common subset of C and C++ (casts from void *, no nested or array
  * designators).
  */
@@ -33,6 +40,8 @@
 
 #define DQ_THREAD_LOCAL(type, name)        _Thread_local type name
 #define DQ_TLS(name)                       name
+#define DQ_PROCESS_STATIC(type, name)      type name
+#define DQ_PROCESS_MALLOC(size)            malloc(size)
 #define DQ_ATOMIC_LAYOUT_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 

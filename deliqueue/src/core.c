@@ -90,7 +90,7 @@ int dq_looper_claim(dq_queue *q)
 /* Slots live for the process: a thread may hold one long after its queue
    is gone.  Taken and given back under a lock, once per queue's life. */
 static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
-static dq_ident *ident_free;
+static DQ_PROCESS_STATIC(dq_ident *, ident_free);
 
 int dq_ident_take(dq_queue *q)
 {
@@ -100,7 +100,7 @@ int dq_ident_take(dq_queue *q)
         ident_free = id->next_free;
     pthread_mutex_unlock(&ident_lock);
     if (id == NULL) {
-        id = (dq_ident *)malloc(sizeof(*id));
+        id = (dq_ident *)DQ_PROCESS_MALLOC(sizeof(*id));
         if (id == NULL)
             return -ENOMEM;
         atomic_init(&id->gen, 0);

@@ -19,6 +19,9 @@
  *   memory_order_*                 Relacy's orders
  *   DQ_THREAD_LOCAL, DQ_TLS        one instance per simulated thread, zero at
  *                                  each iteration's start
+ *   DQ_PROCESS_STATIC,             zero at each iteration's start; a block
+ *   DQ_PROCESS_MALLOC              zeroed and kept to the iteration's end
+ *                                  (an iteration is the model's process)
  *   syscall(SYS_futex, ...)        Relacy's futex model (wait: a seq_cst fence,
  *                                  then the value check and the park, atomically;
  *                                  wake: a seq_cst fence, then unpark); a
@@ -288,6 +291,34 @@ template <typename T> struct tls {
     }
 };
 
+/* Plain process-wide state: zero again at each iteration's start, as
+   every other static of the model's one-iteration process. */
+template <typename T> struct process_static {
+    T value_;
+    uint32_t stamp_;
+
+    constexpr process_static() : value_(), stamp_()
+    {
+    }
+    T &get()
+    {
+        if (stamp_ != iteration) {
+            value_ = T();
+            stamp_ = iteration;
+        }
+        return value_;
+    }
+    operator T()
+    {
+        return get();
+    }
+    process_static &operator=(const T &v)
+    {
+        get() = v;
+        return *this;
+    }
+};
+
 /* The futex, on the 32-bit atomic of a dq_event; other syscalls are not
    modelled (a harness that reaches one fails). */
 long syscall(long number, atomic<uint32_t> *word, int op, uint32_t value,
@@ -300,6 +331,8 @@ void *heap_alloc(size_t align, size_t size, bool zero, rl::debug_info_param info
 void *heap_realloc(void *p, size_t size, rl::debug_info_param info);
 void heap_free(void *p, rl::debug_info_param info);
 void *map_anonymous(size_t size);
+/* A block for the process's life: zeroed, kept to the iteration's end. */
+void *process_block(size_t size);
 
 struct mutex {
     atomic<int> locked;
@@ -335,6 +368,8 @@ void install_crash_handlers();
 #define _Atomic(T) ::dq_rl::atomic<T>
 #define DQ_THREAD_LOCAL(type, name) ::dq_rl::tls<type> name
 #define DQ_TLS(name)                (name).get()
+#define DQ_PROCESS_STATIC(type, name) ::dq_rl::process_static<type> name
+#define DQ_PROCESS_MALLOC(size)       ::dq_rl::process_block(size)
 
 typedef rl::memory_order memory_order;
 #define memory_order_relaxed ::rl::mo_relaxed

@@ -182,6 +182,7 @@ template <typename Test> bool run(const char *name, const spec &s)
     p.context_bound = s.bound;
     p.iteration_count = s.iterations;
     p.execution_depth_limit = 100000;
+    p.collect_history = getenv("DQ_RELACY_HISTORY") != NULL;
     iterations_done = 0;
     iteration_limit =
         systematic && s.iterations != 0 ? s.iterations : ~(rl::iteration_t)0;
@@ -203,8 +204,9 @@ template <typename Test> bool run(const char *name, const spec &s)
              !ok || !systematic ? ""
              : cut              ? " (the search's first)"
                                 : " (complete)");
-    printf("%s: %s: %llu iterations%s in %.2f s: %s\n", name, how,
-           (unsigned long long)done, what, secs, ok ? "ok" : "FAILED");
+    printf("%s: %s: %llu iterations%s in %.2f s: %s%s%s\n", name, how,
+           (unsigned long long)done, what, secs, ok ? "ok" : "FAILED (",
+           ok ? "" : rl::test_result_str(p.test_result), ok ? "" : ")");
     fflush(stdout);
     return ok;
 }
