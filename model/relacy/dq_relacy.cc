@@ -5,6 +5,8 @@
  * handlers that turn a crash or a failed assert() into a Relacy failure.
  */
 #include <map>
+#include <set>
+#include <string>
 #include <signal.h>
 #include <stdarg.h>
 #include <vector>
@@ -29,6 +31,7 @@ namespace dq_rl
 
 uint32_t iteration;
 int64_t clock_now;
+bool covering;
 
 /* The model clock's value at each iteration's start: 1 s, so that a
    message posted for an earlier time (when = 1, ...) is due. */
@@ -93,6 +96,29 @@ void stale_access(uint32_t stamp, const void *where, rl::debug_info_param info)
         fail("a link or owner of a node given back to the pool",
              rl::test_result_access_to_freed_memory, info);
     fail("an atomic nothing initialised", rl::test_result_unitialized_access, info);
+}
+
+/* (function, file) of each atomic operation reached; the names are
+   string literals, so their addresses are their identity. */
+typedef std::pair<const char *, const char *> site;
+static std::set<site, std::less<site>, raw_allocator<site>> &covered()
+{
+    static std::set<site, std::less<site>, raw_allocator<site>> c;
+    return c;
+}
+
+void cover(rl::debug_info_param info)
+{
+    covered().insert({ info.func_, info.file_ });
+}
+
+void print_coverage(FILE *out)
+{
+    std::set<std::pair<std::string, std::string>> lines;
+    for (const site &s : covered())
+        lines.insert({ s.second, s.first });
+    for (const auto &l : lines)
+        fprintf(out, "covers\t%s\t%s\n", l.first.c_str(), l.second.c_str());
 }
 
 void keep(void *obj, void (*destroy)(void *))

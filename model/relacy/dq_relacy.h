@@ -125,6 +125,14 @@ enum : uint32_t {
                        rl::debug_info_param info);
 [[noreturn]] void stale_access(uint32_t stamp, const void *where,
                                rl::debug_info_param info);
+/* Coverage (harness --coverage): while covering, every atomic operation
+   and fence records the function and file it is written in, so that a
+   mutant of one function is judged by the harnesses that reach it. */
+extern bool covering;
+void cover(rl::debug_info_param info);
+/* One line per function reached: "covers\tFILE\tFUNCTION". */
+void print_coverage(FILE *out);
+
 /* Keep obj until the iteration's end, then destroy it. */
 void keep(void *obj, void (*destroy)(void *));
 
@@ -187,6 +195,8 @@ template <typename T> struct atomic {
 
     zero_atomic<T> &get(rl::debug_info_param info) const
     {
+        if (covering)
+            cover(info);
         if (stamp_ != iteration)
             make(info);
         return *live_;
@@ -266,6 +276,12 @@ inline T fetch_and(atomic<T> *a, value_of<T> v, rl::memory_order mo,
                    rl::debug_info_param info)
 {
     return a->get(info).fetch_and(v, mo, info);
+}
+inline void fence(rl::memory_order mo, rl::debug_info_param info)
+{
+    if (covering)
+        cover(info);
+    rl::atomic_thread_fence(mo, info);
 }
 
 /* Thread-locals: a slot per simulated thread, zero at its first use in an
@@ -363,6 +379,10 @@ void install_crash_handlers();
 
 #define _Static_assert static_assert
 #define _Alignas(n) alignas(n)
+/* GNU C in the rewrites of tools/mutants (a read-modify-write split into a
+   load and a store is a statement expression with __auto_type locals). */
+#define __auto_type auto
+#define _Bool       bool
 #define DQ_ATOMIC_LAYOUT_ASSERT(cond, msg) static_assert((cond) || true, msg)
 
 #define _Atomic(T) ::dq_rl::atomic<T>
@@ -393,7 +413,7 @@ typedef rl::memory_order memory_order;
 #define atomic_fetch_sub_explicit(obj, v, mo) ::dq_rl::fetch_sub((obj), (v), (mo), $)
 #define atomic_fetch_or_explicit(obj, v, mo)  ::dq_rl::fetch_or((obj), (v), (mo), $)
 #define atomic_fetch_and_explicit(obj, v, mo) ::dq_rl::fetch_and((obj), (v), (mo), $)
-#define atomic_thread_fence(mo)               ::rl::atomic_thread_fence((mo), $)
+#define atomic_thread_fence(mo)               ::dq_rl::fence((mo), $)
 #define atomic_load(obj)                      atomic_load_explicit(obj, memory_order_seq_cst)
 #define atomic_store(obj, v)                  atomic_store_explicit(obj, v, memory_order_seq_cst)
 

@@ -10,6 +10,9 @@
  *   harness --sched=bound --iterations=N  # ... its first N iterations
  *   harness --sched=random --iterations=N # N random schedules (100000)
  *   harness --sched=full                  # every schedule (small harnesses)
+ *   harness --coverage [flags]            # the runs, then one line per
+ *                                         # function whose atomics they
+ *                                         # reached: "covers\tFILE\tFUNCTION"
  *
  * One summary line per run: "NAME: SCHED: N iterations [(complete) | (the
  * search's first)] in S s: ok|FAILED"; before a failure's, the result,
@@ -221,6 +224,10 @@ int main(const char *name, int argc, char **argv, std::initializer_list<spec> de
     bool flags = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--coverage") == 0) {
+            dq_rl::covering = true;
+            continue;
+        }
         if (strcmp(a, "--sched=bound") == 0)
             one.sched = rl::sched_bound;
         else if (strcmp(a, "--sched=random") == 0)
@@ -233,7 +240,7 @@ int main(const char *name, int argc, char **argv, std::initializer_list<spec> de
             one.iterations = (rl::iteration_t)atoll(a + 13);
         else {
             fprintf(stderr,
-                    "usage: %s [--sched=bound|random|full] [--bound=N] "
+                    "usage: %s [--coverage] [--sched=bound|random|full] [--bound=N] "
                     "[--iterations=N]\n",
                     argv[0]);
             return 2;
@@ -248,6 +255,8 @@ int main(const char *name, int argc, char **argv, std::initializer_list<spec> de
     else
         for (const spec &s : defaults)
             ok = run<Test>(name, s) && ok;
+    if (dq_rl::covering)
+        dq_rl::print_coverage(stdout);
     return ok ? 0 : 1;
 }
 

@@ -140,6 +140,8 @@ def function_at(text, offset):
         inner = re.findall(r"static[^;{}()]*?\b([A-Za-z_][\w#]*)\s*\(", text[first:offset])
         return inner[-1] if inner else dm.group(1)
     head = re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", "", text[:offset])
+    # a return type spelled _Atomic(T) is a type, not the function
+    head = re.sub(r"\b_Atomic\s*\(([^()]*)\)", r"_Atomic \1", head)
     defs = re.findall(r"(?m)^(?![#\s])(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{",
                       head)
     return defs[-1] if defs else "file scope"

@@ -17,6 +17,11 @@ NOT_RUN = "not run"
 # writes it, with the gates); a reason written by hand takes precedence.
 IDENTICAL_REASON = "equivalent: byte-identical object code in every gate's build (%s)"
 IDENTICAL_PREFIX = IDENTICAL_REASON.split("(")[0]
+# A memory-order survivor that passed the relacy gate (tools/mutants/run
+# writes it, with the harnesses and their runs); a reason written by hand
+# is added after it.
+RELACY_REASON = "equivalent under the C11 model: passed the relacy harnesses %s"
+RELACY_PREFIX = RELACY_REASON.split("%")[0]
 # A survivor's reason until reasons.tsv gives one.
 NO_REASON = "NO REASON YET"
 
@@ -77,8 +82,13 @@ def merge(path, reasons_path, mutants, new_rows):
         if r.verdict == "build-error":
             r = r._replace(verdict=NOT_RUN, gate="", reason="does not compile: " + r.reason)
         if r.verdict == "survived":
-            auto = r.reason if r.reason.startswith(IDENTICAL_PREFIX) else NO_REASON
-            r = r._replace(reason=reasons.get(m.mutation, auto))
+            if r.reason.startswith(RELACY_PREFIX):
+                relacy = r.reason.split("; by hand: ")[0]
+                hand = reasons.get(m.mutation)
+                r = r._replace(reason=relacy + ("; by hand: " + hand if hand else ""))
+            else:
+                auto = r.reason if r.reason.startswith(IDENTICAL_PREFIX) else NO_REASON
+                r = r._replace(reason=reasons.get(m.mutation, auto))
         out.append(Row(*(clean(x) for x in r)))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

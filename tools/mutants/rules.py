@@ -136,11 +136,11 @@ RULES = [
           "atomic_exchange_explicit"),
     ]),
     Rule("MAG_SPLIT_KEEPS_BITS", "a magazine fill that stops inside a word leaves the word's whole mask in the stash", [
-        E("""dq_pool_cache.stash_mask[i] = mask;
+        E("""DQ_TLS(dq_pool_cache).stash_mask[i] = mask;
         if (mask == 0)
             i++;""",
           """if (mask == 0)
-            dq_pool_cache.stash_mask[i] = 0;
+            DQ_TLS(dq_pool_cache).stash_mask[i] = 0;
         if (mask == 0)
             i++;""", "stash_mask[i] = mask"),
     ]),
@@ -166,12 +166,14 @@ RULES = [
     Rule("FD_NO_REBUILD", "the epoll set is never rebuilt: a closed fd whose dup keeps its file open lingers in it", [
         E("""{
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };""",
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
+                              .data = { .u64 = DQ_FD_WAKE_DATA } };""",
           """{
     fs->rebuild_wanted = false;
     return;
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS, .data.u64 = DQ_FD_WAKE_DATA };""",
+    struct epoll_event ev = { .events = DQ_FD_WAKE_EVENTS,
+                              .data = { .u64 = DQ_FD_WAKE_DATA } };""",
           "epoll_create1"),
     ]),
     Rule("FD_NEVER_POLLED_BUSY", "a consumer with a message due never polls its fds: a ready fd waits behind later messages", [
