@@ -28,8 +28,16 @@ hot function, wrong file format).  A negative test asserts status 1.
 
 Usage: check_atomics --expect=VARIANT [--hot=f,g,...] [--allow-missing]
                      [--objdump=PATH] [--readelf=PATH] [-v] FILE...
+       check_atomics --unchanged-from=REV [--config=X ...] [-v]
+       check_atomics --compare OLD NEW [-v]
 When several FILEs are given and some are archives (.a), the shared objects
 (.so) among them are ignored (Bazel hands a cc_library's .a and .so).
+
+The second mode, --unchanged-from=REV (and its Bazel-free core, --compare),
+proves that two builds of the library emit the same code, function by
+function: the library at git revision REV against the current tree, in the
+host and arm64-llsc configs unless --config says otherwise.  It is
+unchanged.py here; `check_atomics --unchanged-from=REV --help` describes it.
 """
 
 import argparse
@@ -341,9 +349,15 @@ def check_variant(variant, roots, funcs, arch, errors, notes, suffix=""):
 
 
 def main(argv):
+    if any(a.split("=")[0] in ("--unchanged-from", "--compare")
+           for a in argv):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import unchanged
+        return unchanged.main(argv)
     ap = argparse.ArgumentParser(
         prog="check_atomics",
         description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--expect", required=True,
                     choices=["llsc", "lse", "outline", "dispatch", "x86_64"])
