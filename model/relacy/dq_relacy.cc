@@ -32,6 +32,7 @@ namespace dq_rl
 uint32_t iteration;
 int64_t clock_now;
 bool covering;
+bool threads_running;
 
 /* The model clock's value at each iteration's start: 1 s, so that a
    message posted for an earlier time (when = 1, ...) is due. */

@@ -126,9 +126,13 @@ enum : uint32_t {
 [[noreturn]] void stale_access(uint32_t stamp, const void *where,
                                rl::debug_info_param info);
 /* Coverage (harness --coverage): while covering, every atomic operation
-   and fence records the function and file it is written in, so that a
-   mutant of one function is judged by the harnesses that reach it. */
+   and fence that the harness's threads make while they run together
+   records the function and file it is written in, so that a mutant of
+   one function is judged by the harnesses that race it.  What before()
+   and after() do alone (setup, the last unref, teardown) is ordered
+   before or after every thread and is not counted. */
 extern bool covering;
+extern bool threads_running;
 void cover(rl::debug_info_param info);
 /* One line per function reached: "covers\tFILE\tFUNCTION". */
 void print_coverage(FILE *out);
@@ -195,7 +199,7 @@ template <typename T> struct atomic {
 
     zero_atomic<T> &get(rl::debug_info_param info) const
     {
-        if (covering)
+        if (covering && threads_running)
             cover(info);
         if (stamp_ != iteration)
             make(info);
@@ -279,7 +283,7 @@ inline T fetch_and(atomic<T> *a, value_of<T> v, rl::memory_order mo,
 }
 inline void fence(rl::memory_order mo, rl::debug_info_param info)
 {
-    if (covering)
+    if (covering && threads_running)
         cover(info);
     rl::atomic_thread_fence(mo, info);
 }

@@ -77,6 +77,7 @@ struct test : rl::test_suite<Derived, threads> {
         q = dq_create(&o);
         RL_ASSERT(q != NULL);
         static_cast<Derived *>(this)->setup();
+        dq_rl::threads_running = true;
     }
     void thread(unsigned index)
     {
@@ -87,6 +88,7 @@ struct test : rl::test_suite<Derived, threads> {
        pending, so the checks see every message's one report. */
     void after()
     {
+        dq_rl::threads_running = false;
         dq_unref(q);
         static_cast<Derived *>(this)->check();
         dq_rl::iteration_end();
