@@ -59,6 +59,36 @@
  *                       after the warm-up epochs) only natively: under
  *                       an emulator it is the emulator's
  *
+ * Scenario looper runs the looper API instead (its producers only; the
+ * removers, cancellers and barrier threads sit out): producers race
+ * dq_invoke, dq_call with timeouts from 0 to 50 ms, repeating posts in
+ * both modes cancelled at random (from producers, from the consumer and
+ * from inside their own delivery, sometimes twice), and dq_wake, against
+ * a consumer on dq_loop or dq_loop_once whose callbacks also invoke and
+ * call inline; each epoch ends in a dq_quit or a dq_quit_safely at a
+ * random moment while the producers go on.  Checked:
+ *   dq_call             returns 0, -ETIMEDOUT or -ESHUTDOWN; fn ran exactly
+ *                       once for 0 (visible to the caller at return), and
+ *                       never for the others (a fn that runs after its
+ *                       call answered -ETIMEDOUT is caught as it runs);
+ *                       the discards of call messages number at least the
+ *                       timeouts and at most the calls whose fn never ran
+ *   dq_invoke           an accepted invoke ran or was discarded exactly
+ *                       once, a refused one neither
+ *   repeating posts     an accepted post's end is reported exactly once;
+ *                       dq_cancel answers 0 once, with the end already
+ *                       reported, and -ENOENT for a live post only when
+ *                       another cancel or a quit got there; no occurrence
+ *                       due after a dq_cancel returned 0 is delivered, and
+ *                       at most one taken before it returned; occurrences
+ *                       never early, fixed rate on the grid first + k *
+ *                       period and increasing, fixed delay at least a
+ *                       period apart
+ *   dq_wake             returns 0 or -ESHUTDOWN; dq_loop_once reports no
+ *                       more wakes than were sent
+ *   identity            the consumer's callbacks see dq_is_consumer(q) and
+ *                       dq_current() == q; producers are not the consumer
+ *
  * --rss-bound-after=SECONDS (soaks): resident memory at that time is a
  * base, and resident memory above twice the base afterwards is a
  * violation, emulated or not (under QEMU it is the emulator's: this is
@@ -83,6 +113,8 @@
  *                         worker threads that serve them, and the driver
  *                         that runs one epoch and accounts for it
  *   dq_stress_liveness.c  the liveness barrier threads and their checker
+ *   dq_stress_looper.c    scenario looper: its producers, consumer,
+ *                         records and the accounting at each epoch's end
  *   dq_stress_report.c    progress lines, the memory samples and checks,
  *                         the watchdog, the JSON summary
  *   dq_stress_cli.c       the configuration, the command line, main
@@ -131,7 +163,7 @@ typedef struct config {
 extern config cfg;
 
 /* scenarios: what the producers post and how long an epoch lasts */
-enum scenario { SC_MIXED, SC_CHURN, SC_ORDER, SC_BARRIER, SC_LIVENESS };
+enum scenario { SC_MIXED, SC_CHURN, SC_ORDER, SC_BARRIER, SC_LIVENESS, SC_LOOPER };
 extern enum scenario scenario;
 
 extern char repro[1024];
@@ -295,6 +327,10 @@ extern int n_workers;
 
 int64_t epoch_length_ns(void);
 void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns);
+/* Hand w a role and a reference to q for this epoch; wait for it to end. */
+void worker_start(worker *w, void *(*fn)(void *), int index, uint64_t *rng,
+                  dq_queue *q);
+void worker_finish(worker *w);
 /* End of the run: every serving thread leaves. */
 void workers_stop(void);
 
@@ -312,6 +348,13 @@ void *liveness_barrier_main(void *arg);
 void liveness_check(int64_t now);
 /* No probe posted, no barrier up (each epoch, before its threads start). */
 void liveness_reset(void);
+
+/* ---- the looper API (dq_stress_looper.c) --------------------------------- */
+
+/* One epoch of scenario looper (run_epoch hands it over). */
+void looper_run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns);
+/* What the run exercised, one line on stderr (main, at the end). */
+void looper_report(void);
 
 /* ---- progress, summary (dq_stress_report.c) ------------------------------- */
 

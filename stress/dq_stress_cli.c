@@ -31,9 +31,9 @@ config cfg = {
 };
 
 enum scenario scenario;
-static const char *const scenario_names[] = { "mixed", "churn", "order", "barrier",
-                                              "liveness" };
-#define N_SCENARIOS 5
+static const char *const scenario_names[] = { "mixed",   "churn",    "order",
+                                              "barrier", "liveness", "looper" };
+#define N_SCENARIOS 6
 
 char repro[1024];
 static const char *argv0 = "dq_stress";
@@ -89,7 +89,8 @@ static const struct flag {
       "in the barrier and liveness scenarios)" },
     { "json", "PATH", "also write the JSON summary to PATH" },
     { "progress-interval", "SECONDS", "a progress line every SECONDS (default 2)" },
-    { "scenario", "NAME", "mixed (default), churn, order, barrier or\nliveness" },
+    { "scenario", "NAME",
+      "mixed (default), churn, order, barrier,\nliveness or looper" },
     { "liveness-bound-ms", "N",
       "scenario liveness: how long a deliverable\n"
       "message may wait while the consumer sleeps\n"
@@ -232,7 +233,7 @@ static void parse_args(int argc, char **argv)
             found = true;
         }
     if (!found)
-        usage("unknown --scenario (mixed, churn, order, barrier, liveness)");
+        usage("unknown --scenario (mixed, churn, order, barrier, liveness, looper)");
     if (cfg.producers < 1)
         usage("--producers must be at least 1");
     if ((scenario == SC_BARRIER || scenario == SC_LIVENESS) && cfg.barriers < 2)
@@ -326,6 +327,8 @@ int main(int argc, char **argv)
         violation("accepted %" PRIu64 " != delivered %" PRIu64 " + discarded %" PRIu64,
                   atomic_load(&n_accepted), atomic_load(&n_delivered),
                   atomic_load(&n_discarded));
+    if (scenario == SC_LOOPER)
+        looper_report();
     bool pass = atomic_load(&n_violations) == 0;
     char *j = summary_json(duration, rss_end, pass);
     fprintf(stderr, "dq_stress: %" PRIu64 " epochs, %" PRIu64 " liveness probes, %s\n",

@@ -443,6 +443,8 @@ int64_t epoch_length_ns(void)
     double ms = cfg.duration * 1000 / 8; /* at least a few epochs */
     if (scenario == SC_CHURN)
         ms = 20;
+    if (scenario == SC_LOOPER && ms > 200)
+        ms = 200; /* a quit every epoch: many of them */
     if (ms < 50)
         ms = 50;
     if (ms > 500)
@@ -490,7 +492,7 @@ static bool churn_threads(void)
            (cfg.max_thread_starts == 0 || thread_starts < cfg.max_thread_starts);
 }
 
-static void start(worker *w, void *(*fn)(void *), int index, uint64_t *rng, dq_queue *q)
+void worker_start(worker *w, void *(*fn)(void *), int index, uint64_t *rng, dq_queue *q)
 {
     pthread_mutex_lock(&workers_lock);
     w->index = index;
@@ -524,7 +526,7 @@ static void retire_thread(worker *w)
 }
 
 /* Wait for w's epoch to end; with thread churn, for its thread too. */
-static void finish(worker *w)
+void worker_finish(worker *w)
 {
     pthread_mutex_lock(&workers_lock);
     while (w->done != w->go)
@@ -570,6 +572,10 @@ static void account_epoch(uint64_t index, int64_t quit_at)
 
 void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
 {
+    if (scenario == SC_LOOPER) {
+        looper_run_epoch(index, rng, epoch_ns);
+        return;
+    }
     memset(&ep, 0, sizeof ep);
     ep.index = index;
     ep.mode = (enum end_mode)rng_below(rng, 3);
@@ -600,16 +606,17 @@ void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     worker *ws = workers;
     int k = 0;
     for (int i = 0; i < cfg.producers; i++)
-        start(&ws[k++], producer_main, i, rng, q);
+        worker_start(&ws[k++], producer_main, i, rng, q);
     int first_barrier = k;
     for (int i = 0; i < cfg.barriers; i++)
-        start(&ws[k++], scenario == SC_LIVENESS ? liveness_barrier_main : barrier_main,
-              cfg.producers + i, rng, q);
+        worker_start(&ws[k++],
+                     scenario == SC_LIVENESS ? liveness_barrier_main : barrier_main,
+                     cfg.producers + i, rng, q);
     for (int i = 0; i < cfg.removers; i++)
-        start(&ws[k++], remover_main, 0, rng, q);
+        worker_start(&ws[k++], remover_main, 0, rng, q);
     for (int i = 0; i < cfg.cancellers; i++)
-        start(&ws[k++], canceller_main, 0, rng, q);
-    start(&ws[k++], consumer_main, 0, rng, q);
+        worker_start(&ws[k++], canceller_main, 0, rng, q);
+    worker_start(&ws[k++], consumer_main, 0, rng, q);
 
     int64_t end = real_now() + epoch_ns;
     while (real_now() < end && !atomic_load(&run_stop))
@@ -621,7 +628,7 @@ void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
            quit_safely is legitimately dropped); producers keep racing */
         atomic_store(&ep.stop_barriers, true);
         for (int i = first_barrier; i < first_barrier + cfg.barriers; i++)
-            finish(&ws[i]);
+            worker_finish(&ws[i]);
         quit_at = dq_now();
         dq_quit_safely(q);
     } else if (ep.mode == END_QUIT) {
@@ -639,6 +646,6 @@ void run_epoch(uint64_t index, uint64_t *rng, int64_t epoch_ns)
     for (int i = 0; i < n_workers; i++)
         if (ep.mode != END_QUIT_SAFELY || i < first_barrier ||
             i >= first_barrier + cfg.barriers)
-            finish(&ws[i]);
+            worker_finish(&ws[i]);
     account_epoch(index, quit_at);
 }
