@@ -60,7 +60,8 @@ FAIL_CAP = {"relaxed": "relaxed", "consume": "consume", "acquire": "acquire",
 # split: its store does not depend on its load, and a yield there lets a
 # racing thread finish before the store, which hides the store-then-load
 # reordering a Dekker pair's exchange guards against (looper_publish_sleep).
-SPLIT_WINDOW = "{ extern int sched_yield(void); sched_yield(); }"
+# (parenthesised: the model build defines sched_yield() as a macro)
+SPLIT_WINDOW = "{ extern int (sched_yield)(void); (sched_yield)(); }"
 # a read-modify-write's order split into its load's and its store's
 SPLIT = {"seq_cst": ("seq_cst", "seq_cst"), "acq_rel": ("acquire", "release"),
          "acquire": ("acquire", "relaxed"), "consume": ("acquire", "relaxed"),
