@@ -7,16 +7,17 @@
  * top (looper.c: looper_sleep, looper_publish_sleep, looper_has_news),
  * around the sweep's acquire of the pushes (looper_read_top).
  *
- * Threads: 0 is the consumer, two dq_next; 1 and 2 each dq_post one
- * message, due at once.  Invariant: each message delivered exactly once,
+ * Threads: 0 is the consumer, two dq_next; 1 posts two messages with
+ * dq_post, due at once (a third thread, a second poster, makes even the
+ * bound-1 search run for more than ten minutes).  Invariant: each message delivered exactly once,
  * intact.  The consumer never polls before it sleeps (idle_spin_ns < 0),
  * so each idle transition parks on the futex with no deadline: a lost
  * wake-up leaves it parked after both producers are done, which Relacy
  * reports as a DEADLOCK.  A stale read of a link (the sweep's acquire
  * weakened) crashes on a NULL node or fails an assertion.
  *
- * Runs: context-bounded (bound 2) to completion, which covers every
- * schedule with up to two preemptions and every value each load may read
+ * Runs: context-bounded (bound 1) to completion, which covers every
+ * schedule with up to one preemption and every value each load may read
  * under the C11 model; then 200000 random schedules, which reach
  * interleavings with more preemptions.  Stub pool (stub_pool.cc).
  */
