@@ -386,12 +386,12 @@ void install_crash_handlers();
 /* GNU C in the rewrites of tools/mutants (a read-modify-write split into a
    load and a store is a statement expression with __auto_type locals). */
 #define __auto_type auto
-#define _Bool       bool
+#define _Bool                              bool
 #define DQ_ATOMIC_LAYOUT_ASSERT(cond, msg) static_assert((cond) || true, msg)
 
 #define _Atomic(T) ::dq_rl::atomic<T>
-#define DQ_THREAD_LOCAL(type, name) ::dq_rl::tls<type> name
-#define DQ_TLS(name)                (name).get()
+#define DQ_THREAD_LOCAL(type, name)   ::dq_rl::tls<type> name
+#define DQ_TLS(name)                  (name).get()
 #define DQ_PROCESS_STATIC(type, name) ::dq_rl::process_static<type> name
 #define DQ_PROCESS_MALLOC(size)       ::dq_rl::process_block(size)
 
