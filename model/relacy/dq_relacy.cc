@@ -21,6 +21,16 @@
 #undef aligned_alloc
 #undef realloc
 #undef free
+#undef eventfd
+#undef epoll_create1
+#undef epoll_ctl
+#undef epoll_wait
+#undef read
+#undef write
+#undef close
+#undef fcntl
+#undef timerfd_create
+#undef timerfd_settime
 #undef mmap
 #undef munmap
 #undef madvise
@@ -120,6 +130,35 @@ void print_coverage(FILE *out)
         lines.insert({ s.second, s.first });
     for (const auto &l : lines)
         fprintf(out, "covers\t%s\t%s\n", l.first.c_str(), l.second.c_str());
+}
+
+namespace
+{
+template <rl::thread_id_t N> void fresh_init_record_n(rl::atomic_data *data)
+{
+    auto &var = *static_cast<rl::atomic_data_impl<N> *>(data);
+    auto &rec = var.history_[var.current_index_ % rl::atomic_history_size];
+    rl::thread_info_base &me = *rl::ctx().threadx_;
+    for (rl::thread_id_t i = 0; i != N; i++)
+        rec.first_seen_order_[i] = (rl::timestamp_t)-1;
+    rec.first_seen_order_[me.index_] = me.own_acq_rel_order_;
+}
+} // namespace
+
+void fresh_init_record(rl::atomic_data *data)
+{
+    switch (rl::ctx().get_thread_count()) {
+    case 1: return fresh_init_record_n<1>(data);
+    case 2: return fresh_init_record_n<2>(data);
+    case 3: return fresh_init_record_n<3>(data);
+    case 4: return fresh_init_record_n<4>(data);
+    case 5: return fresh_init_record_n<5>(data);
+    case 6: return fresh_init_record_n<6>(data);
+    case 7: return fresh_init_record_n<7>(data);
+    case 8: return fresh_init_record_n<8>(data);
+    }
+    RL_VERIFY(false);
+    abort();
 }
 
 void keep(void *obj, void (*destroy)(void *))
@@ -257,6 +296,363 @@ long syscall(long number, ...)
          rl::test_result_user_assert_failed, $);
 }
 
+/* ---- fds ------------------------------------------------------------------- */
+
+/* The kernel's side of the fds the library makes (core_fd.c, looper_fd.c):
+   eventfds and epoll sets, in a table per iteration.  What the model keeps
+   of the kernel:
+   - each call is a syscall: a scheduling point, then an acq_rel RMW on the
+     file's `lock` (a Relacy atomic), as the kernel takes the file's lock:
+     the calls on one file are in one order, each happening after the one
+     before it.  Calls on different files do not synchronise;
+   - an eventfd is a counter: a write adds to it (readable while it is not
+     zero), a read takes it all (EAGAIN at zero: nonblocking only);
+   - an epoll set is an interest list of (fd, events, data).  An entry
+     reports the ready events of its file that it asked for (errors and
+     hang-ups always): level-triggered, while they hold; edge-triggered
+     (EPOLLET), once per write to the file and once for readiness that an
+     ADD or MOD finds, as the kernel's ready list does.  A write takes the
+     lock of each set that watches the file (the kernel's wake-up callback
+     does) and wakes the set's waiters.  A wait that reports a file takes
+     that file's lock as well (the kernel polls it), so the wait happens
+     after the write it reports;
+   - a blocking wait checks the list and parks on the set's waitset with no
+     scheduling point between, so a wake-up lost (no write where one was
+     due) leaves it parked for good: with every other thread done, a
+     DEADLOCK.  A parked wait may also end spuriously (EINTR, a signal);
+     a timed one may time out, and the model clock moves past its timeout;
+   - close takes the file out of every set that watches it (the model has
+     no dup).  A call on a closed fd answers EBADF; closing one twice, or
+     any call on an fd the model did not make, fails the iteration.
+   Not modelled: pipes, sockets, timerfd, epoll sets in epoll sets,
+   blocking reads, EFD_SEMAPHORE, EPOLLONESHOT, EPOLLEXCLUSIVE. */
+namespace
+{
+
+struct interest {
+    int fd;
+    uint32_t events; /* as given, EPOLLET included */
+    uint64_t data;
+    bool queued; /* edge-triggered: an edge not reported yet */
+};
+enum file_kind { EVENTFD, EPOLL };
+struct file {
+    file_kind kind;
+    bool open;
+    bool nonblock;
+    uint64_t count;           /* eventfd */
+    vector<interest> watched; /* epoll */
+    zero_atomic<uint64_t> *lock;
+};
+
+/* This iteration's files by fd - FD_BASE; each kept to the iteration's
+   end, so that a pointer to one stays valid across scheduling points. */
+vector<file *> &files()
+{
+    static vector<file *> f;
+    return f;
+}
+
+/* The file fd names, open or closed; fails the iteration for an fd the
+   model did not make. */
+file &fd_file(int fd, const char *call, rl::debug_info_param info)
+{
+    if (fd < FD_BASE || (size_t)(fd - FD_BASE) >= files().size()) {
+        static char what[96];
+        snprintf(what, sizeof(what), "%s(%d): an fd the model did not make", call, fd);
+        fail(what, rl::test_result_user_assert_failed, info);
+    }
+    return *files()[(size_t)(fd - FD_BASE)];
+}
+
+int fd_make(file_kind kind, bool nonblock, uint64_t count)
+{
+    file *f = make_object<file>();
+    keep(f, drop_object<file>);
+    f->kind = kind;
+    f->open = true;
+    f->nonblock = nonblock;
+    f->count = count;
+    f->lock = make_object<zero_atomic<uint64_t>>();
+    fresh_init(*f->lock);
+    keep(f->lock, drop_object<zero_atomic<uint64_t>>);
+    files().push_back(f);
+    return FD_BASE + (int)(files().size() - 1);
+}
+
+/* The kernel's lock of f: the first one a call takes is its scheduling
+   point; the others are taken with preemption disabled. */
+void take_lock(file &f, rl::debug_info_param info)
+{
+    f.lock->fetch_add(1, rl::mo_acq_rel, info);
+}
+
+int fail_errno(int err)
+{
+    errno = err;
+    return -1;
+}
+
+uint32_t ready_events(const file &f)
+{
+    if (f.kind == EVENTFD)
+        return (f.count > 0 ? (uint32_t)EPOLLIN : 0) |
+               (f.count < UINT64_MAX - 1 ? (uint32_t)EPOLLOUT : 0);
+    return 0;
+}
+
+/* What entry i of a set reports now (0: nothing). */
+uint32_t reportable(const interest &i)
+{
+    const file &f = *files()[(size_t)(i.fd - FD_BASE)];
+    uint32_t r = ready_events(f) & (i.events | EPOLLERR | EPOLLHUP);
+    if ((i.events & EPOLLET) && !i.queued)
+        return 0;
+    return r;
+}
+
+interest *find_interest(file &ep, int fd)
+{
+    for (interest &i : ep.watched)
+        if (i.fd == fd)
+            return &i;
+    return nullptr;
+}
+
+void wake_waiters(file &ep, rl::debug_info_param info)
+{
+    ep.lock->wake(rl::ctx(), (rl::thread_id_t)MAX_THREADS, info);
+}
+
+} // namespace
+
+int fd_eventfd(unsigned initval, int flags, rl::debug_info_param info)
+{
+    if (flags & EFD_SEMAPHORE)
+        fd_unmodelled("eventfd(EFD_SEMAPHORE)", info);
+    rl::ctx().sched();
+    return fd_make(EVENTFD, (flags & EFD_NONBLOCK) != 0, initval);
+}
+
+int fd_epoll_create1(int flags, rl::debug_info_param info)
+{
+    (void)flags;
+    (void)info;
+    rl::ctx().sched();
+    return fd_make(EPOLL, false, 0);
+}
+
+int fd_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev,
+                 rl::debug_info_param info)
+{
+    rl::context &c = rl::ctx();
+    file &ep = fd_file(epfd, "epoll_ctl", info);
+    file &t = fd_file(fd, "epoll_ctl", info);
+    if (t.kind == EPOLL)
+        fd_unmodelled("epoll_ctl of an epoll set in an epoll set", info);
+    take_lock(ep, info);
+    rl::preemption_disabler no_switch(c);
+    if (!ep.open || !t.open)
+        return fail_errno(EBADF);
+    if (ep.kind != EPOLL || fd == epfd)
+        return fail_errno(EINVAL);
+    take_lock(t, info);
+    interest *i = find_interest(ep, fd);
+    if (op == EPOLL_CTL_DEL) {
+        if (i == nullptr)
+            return fail_errno(ENOENT);
+        *i = ep.watched.back();
+        ep.watched.pop_back();
+        return 0;
+    }
+    if (op == EPOLL_CTL_ADD) {
+        if (i != nullptr)
+            return fail_errno(EEXIST);
+        ep.watched.push_back(interest{ fd, 0, 0, false });
+        i = &ep.watched.back();
+    } else if (op == EPOLL_CTL_MOD) {
+        if (i == nullptr)
+            return fail_errno(ENOENT);
+    } else {
+        return fail_errno(EINVAL);
+    }
+    if (ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE))
+        fd_unmodelled("epoll_ctl with EPOLLONESHOT or EPOLLEXCLUSIVE", info);
+    i->events = ev->events;
+    i->data = ev->data.u64;
+    /* the kernel polls the file at ADD and MOD: readiness found is an edge */
+    i->queued = (ready_events(t) & (i->events | EPOLLERR | EPOLLHUP)) != 0;
+    if (reportable(*i))
+        wake_waiters(ep, info);
+    return 0;
+}
+
+int fd_epoll_wait(int epfd, struct epoll_event *events, int max, int64_t timeout_ns,
+                  rl::debug_info_param info)
+{
+    rl::context &c = rl::ctx();
+    file &ep = fd_file(epfd, "epoll_wait", info);
+    for (;;) {
+        take_lock(ep, info);
+        int n = 0;
+        {
+            rl::preemption_disabler no_switch(c);
+            if (!ep.open)
+                return fail_errno(EBADF);
+            if (ep.kind != EPOLL || max <= 0)
+                return fail_errno(EINVAL);
+            for (interest &i : ep.watched) {
+                if (n == max)
+                    break;
+                uint32_t r = reportable(i);
+                i.queued = false; /* reported now, or not ready: off the list */
+                if (r == 0)
+                    continue;
+                take_lock(*files()[(size_t)(i.fd - FD_BASE)], info);
+                events[n].events = r;
+                events[n].data.u64 = i.data;
+                n++;
+            }
+        }
+        if (n > 0 || timeout_ns == 0)
+            return n;
+        /* nothing ready: park, with no scheduling point since the check */
+        rl::unpark_reason why = ep.lock->wait(c, timeout_ns > 0, true, info);
+        if (why == rl::unpark_reason_timeout) {
+            clock_now += timeout_ns;
+            return 0;
+        }
+        if (why == rl::unpark_reason_spurious)
+            return fail_errno(EINTR);
+    }
+}
+
+int fd_epoll_wait_ms(int epfd, struct epoll_event *events, int max, int ms,
+                     rl::debug_info_param info)
+{
+    return fd_epoll_wait(epfd, events, max, ms < 0 ? -1 : (int64_t)ms * 1000000, info);
+}
+
+long syscall(long number, int epfd, struct epoll_event *events, int max,
+             const struct timespec *timeout, const void *sigmask, size_t sigsetsize)
+{
+    (void)sigsetsize;
+    rl::debug_info info = $;
+    if (number != SYS_epoll_pwait2)
+        fail("a syscall the model does not know", rl::test_result_user_assert_failed,
+             info);
+    if (sigmask != nullptr)
+        fd_unmodelled("epoll_pwait2 with a signal mask", info);
+    int64_t ns = timeout == nullptr
+                     ? -1
+                     : (int64_t)timeout->tv_sec * 1000000000 + timeout->tv_nsec;
+    return fd_epoll_wait(epfd, events, max, ns, info);
+}
+
+ssize_t fd_read(int fd, void *buf, size_t n, rl::debug_info_param info)
+{
+    file &f = fd_file(fd, "read", info);
+    if (f.kind != EVENTFD)
+        fd_unmodelled("read of an epoll fd", info);
+    take_lock(f, info);
+    if (!f.open)
+        return fail_errno(EBADF);
+    if (n < sizeof(uint64_t))
+        return fail_errno(EINVAL);
+    if (f.count == 0) {
+        if (!f.nonblock)
+            fd_unmodelled("a blocking read", info);
+        return fail_errno(EAGAIN);
+    }
+    memcpy(buf, &f.count, sizeof(uint64_t));
+    f.count = 0;
+    return sizeof(uint64_t);
+}
+
+ssize_t fd_write(int fd, const void *buf, size_t n, rl::debug_info_param info)
+{
+    rl::context &c = rl::ctx();
+    file &f = fd_file(fd, "write", info);
+    if (f.kind != EVENTFD)
+        fd_unmodelled("write to an epoll fd", info);
+    take_lock(f, info);
+    rl::preemption_disabler no_switch(c);
+    if (!f.open)
+        return fail_errno(EBADF);
+    uint64_t v;
+    if (n < sizeof(uint64_t))
+        return fail_errno(EINVAL);
+    memcpy(&v, buf, sizeof(v));
+    if (v == UINT64_MAX)
+        return fail_errno(EINVAL);
+    if (v > UINT64_MAX - 1 - f.count)
+        fd_unmodelled("an eventfd write that blocks or answers EAGAIN", info);
+    f.count += v;
+    if (v == 0)
+        return sizeof(uint64_t);
+    /* the wake-up callback of every set watching f: an edge, under the
+       set's lock */
+    for (file *ep : files()) {
+        if (ep->kind != EPOLL || !ep->open)
+            continue;
+        interest *i = find_interest(*ep, fd);
+        if (i == nullptr)
+            continue;
+        take_lock(*ep, info);
+        i->queued = true;
+        if (reportable(*i))
+            wake_waiters(*ep, info);
+    }
+    return sizeof(uint64_t);
+}
+
+int fd_close(int fd, rl::debug_info_param info)
+{
+    rl::context &c = rl::ctx();
+    file &f = fd_file(fd, "close", info);
+    take_lock(f, info);
+    rl::preemption_disabler no_switch(c);
+    if (!f.open)
+        fail("close() of an fd already closed", rl::test_result_double_free, info);
+    f.open = false;
+    f.watched.clear();
+    for (file *ep : files()) {
+        if (ep->kind != EPOLL || !ep->open)
+            continue;
+        interest *i = find_interest(*ep, fd);
+        if (i == nullptr)
+            continue;
+        take_lock(*ep, info);
+        *i = ep->watched.back();
+        ep->watched.pop_back();
+    }
+    return 0;
+}
+
+int fd_fcntl(int fd, int cmd, rl::debug_info_param info)
+{
+    file &f = fd_file(fd, "fcntl", info);
+    if (cmd != F_GETFD)
+        fd_unmodelled("fcntl other than F_GETFD", info);
+    rl::ctx().sched();
+    return f.open ? FD_CLOEXEC : fail_errno(EBADF);
+}
+
+int fd_unmodelled(const char *call, rl::debug_info_param info)
+{
+    static char what[128];
+    snprintf(what, sizeof(what), "%s: not in the model", call);
+    fail(what, rl::test_result_user_assert_failed, info);
+}
+
+unsigned fds_open()
+{
+    unsigned n = 0;
+    for (const file *f : files())
+        n += f->open;
+    return n;
+}
+
 /* ---- pthread stand-ins ---------------------------------------------------- */
 
 int mutex_init(mutex *m)
@@ -328,6 +724,7 @@ void iteration_begin()
     kept().clear();
     blocks().clear();
     keys().clear();
+    files().clear();
     iteration++;
     if (iteration == FRESH || iteration == UNINITIALISED || iteration == FREED ||
         iteration == RECYCLED)
@@ -338,6 +735,9 @@ void iteration_begin()
 
 void iteration_end()
 {
+    if (fds_open() != 0)
+        fail("an fd still open at the iteration's end", rl::test_result_resource_leak, $);
+    files().clear();
     for (auto &k : kept())
         k.second(k.first);
     kept().clear();

@@ -27,6 +27,17 @@
  *                                  wake: a seq_cst fence, then unpark); a
  *                                  consumer parked with no deadline while every
  *                                  other thread is done is a Relacy DEADLOCK
+ *   eventfd, epoll_create1,        the model's fds (dq_relacy.cc, "fds"): a
+ *   epoll_ctl, epoll_wait,         table per iteration of eventfds (a counter)
+ *   syscall(SYS_epoll_pwait2, ...),and epoll sets (an interest list, level- or
+ *   read, write, close,            edge-triggered); each call is a scheduling
+ *   fcntl(F_GETFD)                 point and an acq_rel RMW on a Relacy atomic
+ *                                  per file (the kernel's lock of it); a
+ *                                  blocking epoll wait checks readiness and
+ *                                  parks with no switch between, so a wake-up
+ *                                  lost leaves it parked: a DEADLOCK as on the
+ *                                  futex; an fd still open at the iteration's
+ *                                  end is a RESOURCE LEAK
  *   clock_gettime                  the model clock: constant through an
  *                                  iteration, moved to a wait's deadline when
  *                                  the wait times out
@@ -87,7 +98,13 @@
 /* Relacy's pieces without relacy.hpp's own macros (new, malloc, assert,
    errno, pthread_*, memory_order_*), which would rewrite the library. */
 #include <relacy/base.hpp>
+/* Relacy's headers with their private members open (the C++ library's
+   headers are in already, through base.hpp): the layer completes the
+   initial record of each atomic it makes (dq_rl::fresh_init_record). */
+#define private public
 #include <relacy/context.hpp>
+#include <relacy/atomic.hpp>
+#undef private
 #include <relacy/context_base_impl.hpp>
 #include <relacy/backoff.hpp>
 #include <relacy/atomic_fence.hpp>
@@ -185,6 +202,21 @@ template <typename T> struct raw_allocator {
    memory that memset cleared before publishing it). */
 template <typename T> using zero_atomic = rl::generic_atomic<T, true>;
 
+/* Relacy's atomic_init (the initial zero of a zero_atomic) fills its
+   history record but for first_seen_order_, which keeps what the last
+   atomic in that memory left there (Relacy recycles an iteration's atomic
+   records).  Loads read it (which older values a thread may still read),
+   so a systematic search would not be deterministic: the same prefix of
+   choices could meet a different set of choices next, and the search
+   tree's replay of it pick a choice out of range (a crash in Relacy's
+   waitset, or its RL_VERIFY under RL_DO_ASSERT).  This sets it as a store
+   would: seen by the creating thread now, by no other thread yet. */
+void fresh_init_record(rl::atomic_data *data);
+template <typename T> void fresh_init(zero_atomic<T> &a)
+{
+    fresh_init_record(a.impl_);
+}
+
 template <typename T> struct atomic {
     T init_;                       /* its value before the first access */
     mutable uint32_t stamp_;       /* iteration of live_, or a stamp above */
@@ -216,6 +248,7 @@ template <typename T> struct atomic {
         rl::context &c = rl::ctx();
         rl::preemption_disabler no_switch(c);
         live_ = make_object<zero_atomic<T>>();
+        fresh_init(*live_);
         stamp_ = iteration;
         keep(live_, drop_object<zero_atomic<T>>);
         if (init_ != T())
@@ -339,12 +372,38 @@ template <typename T> struct process_static {
     }
 };
 
-/* The futex, on the 32-bit atomic of a dq_event; other syscalls are not
-   modelled (a harness that reaches one fails). */
+/* The futex, on the 32-bit atomic of a dq_event, and epoll_pwait2 (the
+   fds below); other syscalls are not modelled (a harness that reaches one
+   fails). */
 long syscall(long number, atomic<uint32_t> *word, int op, uint32_t value,
              const struct timespec *deadline, const void *word2, uint32_t value3);
 long syscall(long number, ...);
 int clock_gettime(clockid_t clock, struct timespec *ts);
+
+/* File descriptors (dq_relacy.cc, "fds"): eventfds and epoll sets, numbered
+   from FD_BASE, nothing of the real kernel's.  A call on any other fd, or
+   one the model does not know (timerfd, nested epoll, a blocking read),
+   fails the iteration. */
+inline constexpr int FD_BASE = 1 << 20;
+int fd_eventfd(unsigned initval, int flags, rl::debug_info_param info);
+int fd_epoll_create1(int flags, rl::debug_info_param info);
+int fd_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev,
+                 rl::debug_info_param info);
+/* timeout_ns: < 0 waits for good, 0 polls */
+int fd_epoll_wait(int epfd, struct epoll_event *events, int max, int64_t timeout_ns,
+                  rl::debug_info_param info);
+int fd_epoll_wait_ms(int epfd, struct epoll_event *events, int max, int ms,
+                     rl::debug_info_param info);
+/* epoll_pwait2: a relative timespec, NULL for none */
+long syscall(long number, int epfd, struct epoll_event *events, int max,
+             const struct timespec *timeout, const void *sigmask, size_t sigsetsize);
+ssize_t fd_read(int fd, void *buf, size_t n, rl::debug_info_param info);
+ssize_t fd_write(int fd, const void *buf, size_t n, rl::debug_info_param info);
+int fd_close(int fd, rl::debug_info_param info);
+int fd_fcntl(int fd, int cmd, rl::debug_info_param info);
+[[noreturn]] int fd_unmodelled(const char *call, rl::debug_info_param info);
+/* The model's fds open now. */
+unsigned fds_open();
 
 /* The heap (Relacy's, poisoned on free; see the header comment). */
 void *heap_alloc(size_t align, size_t size, bool zero, rl::debug_info_param info);
@@ -429,6 +488,18 @@ typedef rl::memory_order memory_order;
 #define aligned_alloc(align, sz) ::dq_rl::heap_alloc((align), (sz), false, $)
 #define realloc(p, size)         ::dq_rl::heap_realloc((p), (size), $)
 #define free(p)                  ::dq_rl::heap_free((p), $)
+
+#define eventfd(initval, flags)     ::dq_rl::fd_eventfd((initval), (flags), $)
+#define epoll_create1(flags)        ::dq_rl::fd_epoll_create1((flags), $)
+#define epoll_ctl(epfd, op, fd, ev) ::dq_rl::fd_epoll_ctl((epfd), (op), (fd), (ev), $)
+#define epoll_wait(epfd, events, max, ms) \
+    ::dq_rl::fd_epoll_wait_ms((epfd), (events), (max), (ms), $)
+#define read(fd, buf, n)      ::dq_rl::fd_read((fd), (buf), (n), $)
+#define write(fd, buf, n)     ::dq_rl::fd_write((fd), (buf), (n), $)
+#define close(fd)             ::dq_rl::fd_close((fd), $)
+#define fcntl(fd, cmd, ...)   ::dq_rl::fd_fcntl((fd), (cmd), $)
+#define timerfd_create(...)   ::dq_rl::fd_unmodelled("timerfd_create", $)
+#define timerfd_settime(...)  ::dq_rl::fd_unmodelled("timerfd_settime", $)
 
 #define mmap(addr, len, prot, flags, fd, off) ::dq_rl::map_anonymous(len)
 #define munmap(addr, len)                     ((void)(addr), (void)(len), 0)
