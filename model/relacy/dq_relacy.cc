@@ -301,10 +301,14 @@ long syscall(long number, ...)
 /* The kernel's side of the fds the library makes (core_fd.c, looper_fd.c):
    eventfds and epoll sets, in a table per iteration.  What the model keeps
    of the kernel:
-   - each call is a syscall: a scheduling point, then an acq_rel RMW on the
-     file's `lock` (a Relacy atomic), as the kernel takes the file's lock:
-     the calls on one file are in one order, each happening after the one
-     before it.  Calls on different files do not synchronise;
+   - each call on a file is a syscall: a scheduling point, then an acq_rel
+     RMW on the file's `lock` (a Relacy atomic), as the kernel takes the
+     file's lock: the calls on one file are in one order, each happening
+     after the one before it.  Calls on different files do not
+     synchronise.  Making a file (eventfd, epoll_create1) and
+     fcntl(F_GETFD) take no lock and are no scheduling point: they touch
+     nothing another thread's call can reach (the model closes no fd that
+     another thread is adding);
    - an eventfd is a counter: a write adds to it (readable while it is not
      zero), a read takes it all (EAGAIN at zero: nonblocking only);
    - an epoll set is an interest list of (fd, events, data).  An entry
@@ -430,7 +434,6 @@ int fd_eventfd(unsigned initval, int flags, rl::debug_info_param info)
 {
     if (flags & EFD_SEMAPHORE)
         fd_unmodelled("eventfd(EFD_SEMAPHORE)", info);
-    rl::ctx().sched();
     return fd_make(EVENTFD, (flags & EFD_NONBLOCK) != 0, initval);
 }
 
@@ -438,7 +441,6 @@ int fd_epoll_create1(int flags, rl::debug_info_param info)
 {
     (void)flags;
     (void)info;
-    rl::ctx().sched();
     return fd_make(EPOLL, false, 0);
 }
 
@@ -634,7 +636,6 @@ int fd_fcntl(int fd, int cmd, rl::debug_info_param info)
     file &f = fd_file(fd, "fcntl", info);
     if (cmd != F_GETFD)
         fd_unmodelled("fcntl other than F_GETFD", info);
-    rl::ctx().sched();
     return f.open ? FD_CLOEXEC : fail_errno(EBADF);
 }
 

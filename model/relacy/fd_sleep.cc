@@ -1,40 +1,51 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * (f) An fd listener added while the consumer sleeps, its fd made ready,
- * and a post, against the consumer's choice of wait (futex or epoll): the
- * fd state's publication (core_fd.c: dq_fd_state_get's CAS; looper_fd.c:
- * looper_fd_state, looper_fd.h: dq_looper_fd_on), the Dekker pair of the
- * adder's fd_changed exchange and its read of the sleep word (any_fd.c:
- * fd_changed, dq_wake_consumer) with the consumer's publication of its
- * sleep word and re-read of fd_changed (looper.c: looper_sleep,
- * looper_has_news), the epoll_sleep mark that tells a waker which wait to
- * signal (dq_looper_fd_mark_sleep against core.c: dq_wake_sleeper,
- * core_fd.c: dq_fd_signal and its eventfd write), and the consumer's side
- * of the table (looper_fd_refresh, dq_looper_fd_wait, looper_fd_take,
- * looper_fd_run, and looper_fd_keep's removal when the listener returns 0:
- * back to the futex wait).
+ * (f) fd listeners against the consumer's choice of wait (futex or epoll):
+ * the fd state's publication (core_fd.c: dq_fd_state_get's CAS;
+ * looper_fd.c: looper_fd_state; looper_fd.h: dq_looper_fd_on), the Dekker
+ * pair of an add's fd_changed exchange and its read of the sleep word
+ * (any_fd.c: fd_changed; core.c: dq_wake_consumer) with the consumer's
+ * publication of its sleep word and re-read of fd_changed (looper.c:
+ * looper_sleep, looper_has_news), the epoll_sleep mark that tells a waker
+ * which wait to signal (looper_fd.h: dq_looper_fd_mark_sleep; core.c:
+ * dq_wake_sleeper; core_fd.c: dq_fd_signal and its eventfd write), and the
+ * consumer's side of the table (looper_fd_refresh, dq_looper_fd_wait,
+ * looper_fd_take, looper_fd_run, looper_fd_keep).
  *
- * Threads: 0 is the consumer, dq_next until it has messages 1 and 2;
- * 1 adds a listener for an eventfd (dq_add_fd_listener, which makes the
- * queue's fd state), then writes the eventfd once; 2 posts message 1.
- * The listener reads the eventfd, posts message 2 and returns 0
- * (unregistering itself).  Invariant: the fd event is delivered exactly
- * once (one call, which reads the one write), each message delivered
- * exactly once, intact; the fds the queue made are closed by its last
- * dq_unref (an fd left open is a RESOURCE LEAK).  The consumer never polls
- * before it sleeps (idle_spin_ns < 0) and every epoll wait of the model
- * (dq_relacy.cc, "fds") parks with no deadline, so a wake-up lost (the
- * futex woken while the consumer is in epoll, or the reverse, or an add
- * that the consumer neither sees nor is woken for) leaves it parked after
- * both other threads are done: a DEADLOCK.  An access to a freed fd state
- * is ACCESS TO FREED MEMORY.
+ * Two tests, each a consumer (thread 0, in dq_next) and one other thread,
+ * with a listener for an eventfd that reads it and posts message 2 from
+ * the consumer thread:
+ *   fd_sleep/add:  thread 1 adds the listener (which makes the queue's fd
+ *                  state), then writes the eventfd; the consumer calls
+ *                  dq_next once, for message 2.
+ *                  The listener returns 0: looper_fd_keep removes it and
+ *                  the consumer goes back to the futex.  The add's wake is
+ *                  the only one that tells a consumer asleep on the futex
+ *                  to move to epoll: the fd_changed Dekker pair is needed.
+ *   fd_sleep/wake: the listener is added in before() (the consumer sees the
+ *                  change at its first step); thread 1 writes the eventfd,
+ *                  then posts message 1; the consumer calls dq_next until
+ *                  it has both.  The listener keeps watching, so
+ *                  the consumer waits in epoll for message 1 after it ran:
+ *                  the post's wake must go to the eventfd (epoll_sleep).
+ * Invariant: the fd event is delivered exactly once (one call of the
+ * listener, which reads the one write); each message delivered exactly
+ * once, intact; the queue's last dq_unref closes the fds it made (one left
+ * open is a RESOURCE LEAK).  The consumer never polls before it sleeps
+ * (idle_spin_ns < 0) and the model's epoll wait (dq_relacy.cc, "fds")
+ * parks with no deadline, so a wake-up lost (the futex woken while the
+ * consumer waits in epoll, or the reverse, or an add the consumer neither
+ * sees nor is woken for) leaves it parked after thread 1 is done: a
+ * DEADLOCK.  An access to a freed fd state is ACCESS TO FREED MEMORY.
  *
- * Runs: context-bounded (bound 1) to completion, then 200000 random
- * schedules.  Stub pool (stub_pool.cc).
+ * Runs, for each test: context-bounded (bound 1) to completion, then
+ * 200000 random schedules.  Stub pool (stub_pool.cc).
  */
 #include "harness.h"
 
-struct fd_sleep : harness::test<fd_sleep, 2> {
+enum fd_case { ADD, WAKE };
+
+template <fd_case which> struct fd_sleep : harness::test<fd_sleep<which>, 2> {
     int efd;
     int calls;
     uint64_t read_total;
@@ -49,9 +60,9 @@ struct fd_sleep : harness::test<fd_sleep, 2> {
         uint64_t v = 0;
         RL_ASSERT(read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v));
         t->read_total += v;
-        dq_msg m = message(2);
+        dq_msg m = t->message(2);
         RL_ASSERT(dq_post(t->q, &m, NULL) == 0);
-        return DQ_EVENT_INPUT; /* keep watching: the consumer stays in epoll */
+        return which == ADD ? 0 : DQ_EVENT_INPUT;
     }
 
     void setup()
@@ -60,28 +71,37 @@ struct fd_sleep : harness::test<fd_sleep, 2> {
         RL_ASSERT(efd >= 0);
         calls = 0;
         read_total = 0;
+        if (which == WAKE)
+            RL_ASSERT(dq_add_fd_listener(this->q, efd, DQ_EVENT_INPUT, on_input, this) ==
+                      0);
     }
     void run(unsigned index)
     {
         if (index == 0) {
-            for (int n = 0; n < 2; n++) {
+            for (int n = which == ADD ? 1 : 0; n < 2; n++) {
                 dq_msg m;
-                RL_ASSERT(dq_next(q, &m) == 0);
-                got(m);
+                RL_ASSERT(dq_next(this->q, &m) == 0);
+                this->got(m);
             }
             return;
         }
-        RL_ASSERT(dq_add_fd_listener(q, efd, DQ_EVENT_INPUT, on_input, this) == 0);
+        dq_msg m = this->message(1);
         uint64_t one = 1;
-        RL_ASSERT(write(efd, &one, sizeof(one)) == (ssize_t)sizeof(one));
-        dq_msg m = message(1);
-        RL_ASSERT(dq_post(q, &m, NULL) == 0);
+        if (which == ADD) {
+            RL_ASSERT(dq_add_fd_listener(this->q, efd, DQ_EVENT_INPUT, on_input, this) ==
+                      0);
+            RL_ASSERT(write(efd, &one, sizeof(one)) == (ssize_t)sizeof(one));
+        } else {
+            RL_ASSERT(write(efd, &one, sizeof(one)) == (ssize_t)sizeof(one));
+            RL_ASSERT(dq_post(this->q, &m, NULL) == 0);
+        }
     }
     void check()
     {
-        once(1);
-        once(2);
-        RL_ASSERT(delivered[1] == 1 && delivered[2] == 1);
+        if (which == WAKE)
+            this->once(1);
+        this->once(2);
+        RL_ASSERT(this->delivered[1] == (which == WAKE) && this->delivered[2] == 1);
         RL_ASSERT(calls == 1 && read_total == 1);
         close(efd);
     }
@@ -89,7 +109,9 @@ struct fd_sleep : harness::test<fd_sleep, 2> {
 
 int main(int argc, char **argv)
 {
-    return harness::main<fd_sleep>(
-        "fd_sleep", argc, argv,
-        { { rl::sched_bound, 1, 0 }, { rl::sched_random, 0, 200000 } });
+    std::initializer_list<harness::spec> runs = { { rl::sched_bound, 1, 0 },
+                                                  { rl::sched_random, 0, 200000 } };
+    int add = harness::main<fd_sleep<ADD>>("fd_sleep/add", argc, argv, runs);
+    int wake = harness::main<fd_sleep<WAKE>>("fd_sleep/wake", argc, argv, runs);
+    return add > wake ? add : wake;
 }
