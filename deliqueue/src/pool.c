@@ -46,15 +46,27 @@
 
 #include "pool.h"
 
+/* The model build (model/relacy) may make chunks and slabs small, so that
+   a grow's node initialisation fits a model-checked iteration; every
+   other build uses the sizes below. */
+#if defined(DQ_RELACY) && defined(DQ_POOL_MODEL_CHUNK_SHIFT)
+#define CHUNK_SHIFT DQ_POOL_MODEL_CHUNK_SHIFT
+#else
 #define CHUNK_SHIFT 12
+#endif
 #define CHUNK_NODES (1u << CHUNK_SHIFT)
 #define CHUNK_WORDS (CHUNK_NODES / DQ_POOL_WORD_NODES)
 #define MAX_CHUNKS  (1u << (DQ_INDEX_BITS - CHUNK_SHIFT))
 _Static_assert(DQ_INDEX_BITS >= CHUNK_SHIFT, "a pool of one chunk or more");
-#define SLAB_BYTES  ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
+#if defined(DQ_RELACY) && defined(DQ_POOL_MODEL_SLAB_BYTES)
+#define SLAB_BYTES ((size_t)DQ_POOL_MODEL_SLAB_BYTES)
+#else
+#define SLAB_BYTES ((size_t)2 << 20) /* one x86-64/arm64 (4 KiB granule) huge page */
+#endif
 #define SLAB_CHUNKS (SLAB_BYTES / (CHUNK_NODES * sizeof(dq_node)))
 DQ_ATOMIC_LAYOUT_ASSERT(SLAB_CHUNKS *CHUNK_NODES * sizeof(dq_node) == SLAB_BYTES,
                         "a slab is a whole number of chunks");
+_Static_assert(SLAB_CHUNKS >= 1, "a slab holds a chunk or more");
 _Static_assert(CHUNK_WORDS *DQ_POOL_WORD_NODES == CHUNK_NODES,
                "a chunk is a whole number of free-map words");
 

@@ -31,6 +31,7 @@
 #undef fcntl
 #undef timerfd_create
 #undef timerfd_settime
+#undef sysconf
 #undef mmap
 #undef munmap
 #undef madvise
@@ -225,6 +226,14 @@ void *map_anonymous(size_t size)
         return MAP_FAILED;
     mappings().push_back(p);
     return p;
+}
+
+long model_sysconf(int name)
+{
+    if (name != _SC_PAGESIZE)
+        fail("sysconf: a name the model does not know", rl::test_result_user_assert_failed,
+             $);
+    return MODEL_PAGE;
 }
 
 void *process_block(size_t size)

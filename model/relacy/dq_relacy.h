@@ -50,7 +50,8 @@
  *                                  release store; a waiter yields)
  *   pthread_once, pthread_key_*,   per-iteration stand-ins; a key's destructor
  *   pthread_atfork, mmap, munmap,  runs at dq_rl_thread_exit; mmap hands out
- *   madvise, sched_yield           zeroed memory kept to the iteration's end
+ *   madvise, sched_yield, sysconf  zeroed memory kept to the iteration's end;
+ *                                  the page is 256 bytes
  *   assert (__assert_fail), a      a Relacy failure with the history, not an
  *   crash (SIGSEGV, SIGBUS, ...)   abort of the whole run
  *
@@ -410,6 +411,11 @@ void *heap_alloc(size_t align, size_t size, bool zero, rl::debug_info_param info
 void *heap_realloc(void *p, size_t size, rl::debug_info_param info);
 void heap_free(void *p, rl::debug_info_param info);
 void *map_anonymous(size_t size);
+/* sysconf: _SC_PAGESIZE is the model's page, MODEL_PAGE bytes (a page of
+   the pool's registry slots then holds 8, not 128, and dq_pool_count walks
+   8); any other name fails the iteration. */
+inline constexpr long MODEL_PAGE = 256;
+long model_sysconf(int name);
 /* A block for the process's life: zeroed, kept to the iteration's end. */
 void *process_block(size_t size);
 
@@ -501,6 +507,7 @@ typedef rl::memory_order memory_order;
 #define timerfd_create(...)   ::dq_rl::fd_unmodelled("timerfd_create", $)
 #define timerfd_settime(...)  ::dq_rl::fd_unmodelled("timerfd_settime", $)
 
+#define sysconf(name)                         ::dq_rl::model_sysconf(name)
 #define mmap(addr, len, prot, flags, fd, off) ::dq_rl::map_anonymous(len)
 #define munmap(addr, len)                     ((void)(addr), (void)(len), 0)
 #define madvise(addr, len, advice)            ((void)(addr), (void)(len), 0)
