@@ -31,8 +31,8 @@
  * use, and no thread holds a cache (dq_pool_stats).  The consumer never
  * polls before it sleeps: a wake-up lost is a DEADLOCK.
  *
- * Runs: the first 300000 iterations of the context-bounded search with
- * bound 1, then 200000 random schedules.  The complete bound-1 search
+ * Runs: the first 200000 iterations of the context-bounded search with
+ * bound 1, then 100000 random schedules.  The complete bound-1 search
  * (several million iterations, tens of microseconds each: a grow
  * initialises 64 nodes) is by hand: pool --sched=bound --bound=1.
  */
@@ -74,5 +74,5 @@ int main(int argc, char **argv)
 {
     return harness::main<pool>(
         "pool", argc, argv,
-        { { rl::sched_bound, 1, 300000 }, { rl::sched_random, 0, 200000 } });
+        { { rl::sched_bound, 1, 200000 }, { rl::sched_random, 0, 100000 } });
 }
