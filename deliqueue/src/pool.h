@@ -45,10 +45,10 @@ static inline void dq_prefetch_node_for_post(const dq_node *n)
 /* Words a thread holds taken but not yet in its magazine: four lines. */
 #define DQ_POOL_STASH_WORDS (4u * DQ_POOL_LINE_WORDS)
 
-/* Nodes in a thread's magazine: the posts take them in order. */
-/* The model build (model/relacy) may make it small, so that a thread's
-   exit, which gives its magazine back a node at a time, fits a
-   model-checked iteration; every other build uses 64. */
+/* Nodes in a thread's magazine: the posts take them in order.  The model
+   build (model/relacy) may make it small, so that a thread's exit, which
+   gives its magazine back a node at a time, fits a model-checked
+   iteration; every other build uses 64. */
 #if defined(DQ_RELACY) && defined(DQ_POOL_MODEL_MAG_NODES)
 #define DQ_POOL_MAG_NODES ((unsigned)DQ_POOL_MODEL_MAG_NODES)
 #else
