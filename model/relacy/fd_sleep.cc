@@ -28,6 +28,11 @@
  *                  it has both.  The listener keeps watching, so
  *                  the consumer waits in epoll for message 1 after it ran:
  *                  the post's wake must go to the eventfd (epoll_sleep).
+ *   fd_sleep/remove: no consumer; thread 1 adds the listener (publishing
+ *                  the queue's fd state) while thread 0 removes it
+ *                  (dq_remove_fd_listener's acquire of that state): the
+ *                  remove answers 0 or -ENOENT, the listener never runs,
+ *                  and the last unref closes the queue's fds.
  * Invariant: the fd event is delivered exactly once (one call of the
  * listener, which reads the one write); each message delivered exactly
  * once, intact; the queue's last dq_unref closes the fds it made (one left
@@ -43,11 +48,12 @@
  */
 #include "harness.h"
 
-enum fd_case { ADD, WAKE };
+enum fd_case { ADD, WAKE, REMOVE };
 
 template <fd_case which> struct fd_sleep : harness::test<fd_sleep<which>, 2> {
     int efd;
     int calls;
+    bool removed;
     uint64_t read_total;
 
     static uint32_t on_input(int fd, uint32_t events, void *ctx)
@@ -71,12 +77,26 @@ template <fd_case which> struct fd_sleep : harness::test<fd_sleep<which>, 2> {
         RL_ASSERT(efd >= 0);
         calls = 0;
         read_total = 0;
+        removed = false;
         if (which == WAKE)
             RL_ASSERT(dq_add_fd_listener(this->q, efd, DQ_EVENT_INPUT, on_input, this) ==
                       0);
     }
     void run(unsigned index)
     {
+        if (which == REMOVE) {
+            /* no consumer: the add's publication of the fd state against
+               a remove that may meet it */
+            if (index == 0) {
+                int r = dq_remove_fd_listener(this->q, efd);
+                RL_ASSERT(r == 0 || r == -ENOENT);
+                removed = r == 0;
+            } else {
+                RL_ASSERT(dq_add_fd_listener(this->q, efd, DQ_EVENT_INPUT, on_input,
+                                             this) == 0);
+            }
+            return;
+        }
         if (index == 0) {
             for (int n = which == ADD ? 1 : 0; n < 2; n++) {
                 dq_msg m;
@@ -98,6 +118,13 @@ template <fd_case which> struct fd_sleep : harness::test<fd_sleep<which>, 2> {
     }
     void check()
     {
+        if (which == REMOVE) {
+            /* a remove that found the listener took it out; either way the
+               last unref closed the queue's own fds (else a leak) */
+            RL_ASSERT(calls == 0);
+            close(efd);
+            return;
+        }
         if (which == WAKE)
             this->once(1);
         this->once(2);
@@ -113,5 +140,7 @@ int main(int argc, char **argv)
                                                   { rl::sched_random, 0, 200000 } };
     int add = harness::main<fd_sleep<ADD>>("fd_sleep/add", argc, argv, runs);
     int wake = harness::main<fd_sleep<WAKE>>("fd_sleep/wake", argc, argv, runs);
-    return add > wake ? add : wake;
+    int remove = harness::main<fd_sleep<REMOVE>>("fd_sleep/remove", argc, argv, runs);
+    int worst = add > wake ? add : wake;
+    return worst > remove ? worst : remove;
 }
