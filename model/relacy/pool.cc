@@ -53,6 +53,11 @@ struct pool : harness::test<pool, 2> {
         if (index == 0) {
             RL_ASSERT(dq_next(q, &m) == 0);
             got(m);
+            /* counts the caches while thread 1 may be giving its back
+               (dq_pool_count against cache_release) */
+            struct dq_pool_stats st;
+            RL_ASSERT(dq_pool_stats(&st) == 0);
+            RL_ASSERT(st.threads <= 2 && st.nodes_total > 0);
         }
     }
     void check()
