@@ -500,12 +500,12 @@ typedef rl::memory_order memory_order;
 #define epoll_ctl(epfd, op, fd, ev) ::dq_rl::fd_epoll_ctl((epfd), (op), (fd), (ev), $)
 #define epoll_wait(epfd, events, max, ms) \
     ::dq_rl::fd_epoll_wait_ms((epfd), (events), (max), (ms), $)
-#define read(fd, buf, n)      ::dq_rl::fd_read((fd), (buf), (n), $)
-#define write(fd, buf, n)     ::dq_rl::fd_write((fd), (buf), (n), $)
-#define close(fd)             ::dq_rl::fd_close((fd), $)
-#define fcntl(fd, cmd, ...)   ::dq_rl::fd_fcntl((fd), (cmd), $)
-#define timerfd_create(...)   ::dq_rl::fd_unmodelled("timerfd_create", $)
-#define timerfd_settime(...)  ::dq_rl::fd_unmodelled("timerfd_settime", $)
+#define read(fd, buf, n)     ::dq_rl::fd_read((fd), (buf), (n), $)
+#define write(fd, buf, n)    ::dq_rl::fd_write((fd), (buf), (n), $)
+#define close(fd)            ::dq_rl::fd_close((fd), $)
+#define fcntl(fd, cmd, ...)  ::dq_rl::fd_fcntl((fd), (cmd), $)
+#define timerfd_create(...)  ::dq_rl::fd_unmodelled("timerfd_create", $)
+#define timerfd_settime(...) ::dq_rl::fd_unmodelled("timerfd_settime", $)
 
 #define sysconf(name)                         ::dq_rl::model_sysconf(name)
 #define mmap(addr, len, prot, flags, fd, off) ::dq_rl::map_anonymous(len)
