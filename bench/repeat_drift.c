@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/repeat_drift.c: how far a periodic callback drifts from its grid
- * under load.  Occurrence k (counted from 0, in delivery order) is due at
- * first + k * period; its drift is the time it ran minus that.  Three
- * contenders, each on its own loop thread:
+ * under load.  An occurrence's drift is the time it ran minus the grid
+ * point it was meant for: for dq_fixed_rate its own due time (m->when,
+ * first + k * period for its grid index k; the periods it skips after an
+ * overrun are counted as occurrences missing, not as drift), for the
+ * others, which have no grid of their own, first + k * period for the
+ * k-th occurrence in delivery order.  Three contenders, each on its own
+ * loop thread:
  *
  *   dq_fixed_rate   dq_post_repeating(DQ_FIXED_RATE), consumer on dq_loop
  *   dq_repost       the callback re-posts itself with dq_post_at at
@@ -48,13 +52,16 @@ static int reps = 3;
 
 /* One run's record: the loop thread writes, main reads after the join. */
 static int64_t *times; /* periods entries */
+static int64_t *meant; /* the grid point of each, or 0: the k-th */
 static long count;
 static int64_t first;
 
-static void record(void)
+static void record(int64_t grid_point)
 {
-    if (count < periods)
+    if (count < periods) {
         times[count] = bench_now();
+        meant[count] = grid_point;
+    }
     count++;
 }
 
@@ -115,7 +122,9 @@ static void dq_load_post(void)
 
 static void dq_tick(dq_msg *m)
 {
-    record();
+    /* a repeating post's when is its own grid point (dq_now's clock,
+       CLOCK_MONOTONIC as bench_now) */
+    record(repost ? 0 : m->when);
     if (repost) {
         dq_msg next = *m;
         (void)dq_post_at(dq, &next, bench_now() + period_ns, NULL);
@@ -174,7 +183,7 @@ static _Atomic uint32_t uv_pending; /* load items handed over, not yet run */
 static void uv_tick(uv_timer_t *t)
 {
     (void)t;
-    record();
+    record(0);
 }
 
 static void uv_load_cb(uv_async_t *a)
@@ -288,6 +297,7 @@ int main(int argc, char **argv)
     };
     enum { N = sizeof contenders / sizeof contenders[0] };
     times = calloc((size_t)periods, sizeof *times);
+    meant = calloc((size_t)periods, sizeof *meant);
     int64_t *drift = calloc((size_t)periods, sizeof *drift);
     double *med[N], *occ[N], worst[N];
     for (int c = 0; c < N; c++) {
@@ -315,7 +325,7 @@ int main(int argc, char **argv)
             contenders[c].run();
             long n = count < periods ? count : periods;
             for (long k = 0; k < n; k++)
-                drift[k] = times[k] - (first + k * period_ns);
+                drift[k] = times[k] - (meant[k] != 0 ? meant[k] : first + k * period_ns);
             occ[c][r] = (double)n;
             if (n == 0) {
                 med[c][r] = 0;
@@ -349,6 +359,7 @@ int main(int argc, char **argv)
     }
     free(burn);
     free(times);
+    free(meant);
     free(drift);
     for (int c = 0; c < N; c++) {
         free(med[c]);
