@@ -325,7 +325,8 @@ int main(int argc, char **argv)
             contenders[c].run();
             long n = count < periods ? count : periods;
             for (long k = 0; k < n; k++)
-                drift[k] = times[k] - (meant[k] != 0 ? meant[k] : first + k * period_ns);
+                drift[k] =
+                    times[k] - (meant[k] != 0 ? meant[k] : first + k * period_ns);
             occ[c][r] = (double)n;
             if (n == 0) {
                 med[c][r] = 0;
