@@ -16,7 +16,7 @@
  * ns per round trip, and its ratio to dq_call's (below 1: faster than
  * dq_call).  A program that prints, not a timed assertion:
  *
- *   bazel run -c opt //bench:call_bench -- --iters=200000 --reps=7
+ *   bazel run -c opt //bench:call_bench -- --iters=20000 --reps=5
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,8 +34,8 @@
 
 #include "bench/machine.h"
 
-static long iters = 200000;
-static int reps = 7;
+static long iters = 20000;
+static int reps = 5;
 
 /* the called function: what every contender runs on the worker */
 static _Atomic uint64_t sink;
