@@ -26,9 +26,8 @@ struct cancel_deliver : harness::test<cancel_deliver, 2> {
 
     void setup()
     {
-        dq_msg m1 = message(1), m2 = message(2);
-        RL_ASSERT(dq_post(q, &m1, &tok) == 0);
-        RL_ASSERT(dq_post(q, &m2, NULL) == 0);
+        post(1, &tok);
+        post(2);
     }
     void run(unsigned index)
     {

@@ -110,6 +110,21 @@ struct test : rl::test_suite<Derived, threads> {
         m.arg1 = what * 10;
         return m;
     }
+    /* Post message what, due at once; it must be accepted. */
+    void post(int what, dq_token *tok = NULL)
+    {
+        dq_msg m = message(what);
+        RL_ASSERT(dq_post(q, &m, tok) == 0);
+    }
+    /* dq_remove of this harness's messages numbered what: how many. */
+    size_t remove(int what)
+    {
+        dq_match match = {};
+        match.target = target;
+        match.fields = DQ_MATCH_WHAT;
+        match.what = what;
+        return dq_remove(q, &match);
+    }
     /* The consumer got m: once, and intact. */
     void got(const dq_msg &m)
     {

@@ -26,9 +26,8 @@ struct quit_teardown : harness::test<quit_teardown, 2> {
 
     void setup()
     {
-        dq_msg m1 = message(1), m2 = message(2);
-        RL_ASSERT(dq_post(q, &m1, NULL) == 0);
-        RL_ASSERT(dq_post(q, &m2, NULL) == 0);
+        post(1);
+        post(2);
     }
     void run(unsigned index)
     {
@@ -41,11 +40,7 @@ struct quit_teardown : harness::test<quit_teardown, 2> {
             RL_ASSERT(dq_next(q, &m) == -ESHUTDOWN);
             return;
         }
-        dq_match match = {};
-        match.target = harness::target;
-        match.fields = DQ_MATCH_WHAT;
-        match.what = 2;
-        removed = dq_remove(q, &match);
+        removed = remove(2);
         RL_ASSERT(removed <= 1);
     }
     void check()

@@ -36,9 +36,8 @@ struct remove_reclaim : harness::test<remove_reclaim, 2> {
 
     void setup()
     {
-        dq_msg m1 = message(1), m2 = message(2);
-        RL_ASSERT(dq_post(q, &m1, NULL) == 0);
-        RL_ASSERT(dq_post(q, &m2, NULL) == 0);
+        post(1);
+        post(2);
     }
     void run(unsigned index)
     {
@@ -52,11 +51,7 @@ struct remove_reclaim : harness::test<remove_reclaim, 2> {
                 RL_ASSERT(dq_try_next(q, &m) == -EAGAIN);
             return;
         }
-        dq_match match = {};
-        match.target = harness::target;
-        match.fields = DQ_MATCH_WHAT;
-        match.what = 1;
-        removed = dq_remove(q, &match);
+        removed = remove(1);
     }
     void check()
     {

@@ -23,8 +23,7 @@
 struct unref_teardown : harness::test<unref_teardown, 2> {
     void setup()
     {
-        dq_msg m1 = message(1);
-        RL_ASSERT(dq_post(q, &m1, NULL) == 0);
+        post(1);
         RL_ASSERT(dq_ref(q) == q);
         last_ref_in_threads = true;
     }
