@@ -94,7 +94,7 @@ bool dq_is_idle(dq_queue *q)
         return true;
     dq_core *core = dq_queue_core(q);
     uint64_t e = dq_walk_begin(core);
-    int64_t now = dq_now();
+    int64_t now = dq_queue_time(q);
     /* first pass: the earliest barrier (smallest due; among equals the
        oldest, i.e. the deepest) */
     int64_t barrier_due = INT64_MAX;

@@ -90,6 +90,14 @@ dq_queue *dq_create(const dq_options *opts)
         q->opts = *opts;
     if (q->opts.idle_spin_ns == 0)
         q->opts.idle_spin_ns = DQ_IDLE_SPIN_DEFAULT_NS;
+    atomic_init(&q->observer_set, 0);
+    if (q->opts.clock != NULL && dq_clock_attach(q->opts.clock, q) != 0) {
+        dq_ident_end(q);
+        pthread_mutex_destroy(&q->calls.lock);
+        pthread_mutex_destroy(&q->idle_lock);
+        dq_event_fini(&q->wake);
+        goto fail;
+    }
 
     atomic_init(&core->removals, NULL);
     atomic_init(&core->epoch, 2);
@@ -134,7 +142,11 @@ void dq_unref(dq_queue *q)
        consumer already tore the core down */
     if (atomic_load_explicit(&q->core, memory_order_acquire) != NULL)
         dq_looper_teardown(q);
+    /* off the clock first: an advance may wake q until this returns */
+    if (q->opts.clock != NULL)
+        dq_clock_detach(q->opts.clock, q);
     dq_fd_free(q);
+    dq_observer_free(q);
     dq_ident_end(q); /* dq_current answers NULL for q from here on */
     dq_event_fini(&q->wake);
     pthread_mutex_destroy(&q->idle_lock);
@@ -247,7 +259,7 @@ void dq_quit_safely(dq_queue *q)
     if (q == NULL)
         return;
     tag_top(q);
-    int64_t now = dq_now(), cut = -1;
+    int64_t now = dq_queue_time(q), cut = -1;
     /* relaxed: only quit_safely callers read it, each through its own RMW
        on it.  The first quit_safely's time stands (a failed CAS leaves it
        in cut); a racing one trims with it too. */

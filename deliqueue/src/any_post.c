@@ -239,14 +239,21 @@ int dq_post_at(dq_queue *q, const dq_msg *m, int64_t when, dq_token *tok)
     return post_node(q, m, due, 0, NULL, tok);
 }
 
+/* Now on q's clock, for a post that dq_post_at then checks (NULL q:
+   any time; it fails there). */
+static inline int64_t post_now(const dq_queue *q)
+{
+    return q != NULL ? dq_queue_time(q) : 0;
+}
+
 int dq_post(dq_queue *q, const dq_msg *m, dq_token *tok)
 {
-    return dq_post_at(q, m, dq_now(), tok);
+    return dq_post_at(q, m, post_now(q), tok);
 }
 
 int dq_post_delayed(dq_queue *q, const dq_msg *m, int64_t delay, dq_token *tok)
 {
-    return dq_post_at(q, m, dq_when_after(dq_now(), delay), tok);
+    return dq_post_at(q, m, dq_when_after(post_now(q), delay), tok);
 }
 
 int dq_post_at_front(dq_queue *q, const dq_msg *m, dq_token *tok)
@@ -258,7 +265,7 @@ int dq_post_sync_barrier(dq_queue *q, dq_token *tok)
 {
     if (q == NULL)
         return -EINVAL;
-    int64_t now = dq_now();
+    int64_t now = dq_queue_time(q);
     if (dq_trace_on())
         return post_traced(q, NULL, now, now, DQ_STATE_BARRIER, NULL, tok);
     return post_node(q, NULL, now, DQ_STATE_BARRIER, NULL, tok);

@@ -2,6 +2,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <deliqueue/deliqueue.h>
@@ -16,60 +18,108 @@ int64_t dq_clock_real(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-#ifdef DQ_TEST_CLOCK
-#include <deliqueue/testing.h>
-
-/* -1: real clock.  relaxed: the manual time is a value, not a publication;
-   tests order their own steps. */
-static _Atomic(int64_t) manual_now = -1;
-
-void dq_test_clock_set(int64_t now_ns)
-{
-    atomic_store_explicit(&manual_now, now_ns < 0 ? 0 : now_ns, memory_order_relaxed);
-}
-
-void dq_test_clock_advance(int64_t delta_ns)
-{
-    if (delta_ns <= 0)
-        return;
-    /* relaxed, and the CAS too: see manual_now */
-    int64_t now = atomic_load_explicit(&manual_now, memory_order_relaxed);
-    while (now >= 0) {
-        int64_t next = now > INT64_MAX - delta_ns ? INT64_MAX : now + delta_ns;
-        if (atomic_compare_exchange_weak_explicit(
-                &manual_now, &now, next, memory_order_relaxed, memory_order_relaxed))
-            return;
-    }
-}
-
-void dq_test_clock_real(void)
-{
-    atomic_store_explicit(&manual_now, -1, memory_order_relaxed);
-}
-
-int dq_clock_is_manual(void)
-{
-    /* relaxed: see manual_now */
-    return atomic_load_explicit(&manual_now, memory_order_relaxed) >= 0;
-}
-
-int64_t dq_now(void)
-{
-    /* relaxed: see manual_now */
-    int64_t now = atomic_load_explicit(&manual_now, memory_order_relaxed);
-    return now >= 0 ? now : dq_clock_real();
-}
-
-#else
-
-int dq_clock_is_manual(void)
-{
-    return 0;
-}
-
 int64_t dq_now(void)
 {
     return dq_clock_real();
 }
 
-#endif
+dq_clock *dq_clock_create_manual(int64_t start)
+{
+    if (start < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    dq_clock *c = (dq_clock *)calloc(1, sizeof(*c));
+    if (c == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    atomic_init(&c->now, start);
+    atomic_init(&c->refs, 1);
+    return c;
+}
+
+static void clock_unhold(dq_clock *c)
+{
+    /* acq_rel: the last holder frees the clock after every other holder's
+       use of it (each one's release, our acquire) */
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->queues);
+    free(c);
+}
+
+void dq_clock_destroy(dq_clock *c)
+{
+    if (c != NULL)
+        clock_unhold(c);
+}
+
+int64_t dq_clock_now(const dq_clock *c)
+{
+    return dq_clock_time(c);
+}
+
+int64_t dq_clock_add(dq_clock *c, int64_t ns)
+{
+    /* relaxed: the CAS below validates it */
+    int64_t now = atomic_load_explicit(&c->now, memory_order_relaxed), next;
+    do
+        next = now > INT64_MAX - ns ? INT64_MAX : now + ns;
+    /* seq_cst: the first half of the Dekker pair with looper_sleep */
+    while (!atomic_compare_exchange_weak_explicit(&c->now, &now, next, memory_order_seq_cst,
+                                                  memory_order_relaxed));
+    return next;
+}
+
+int64_t dq_clock_raise(dq_clock *c, int64_t target)
+{
+    /* relaxed: the CAS below validates it */
+    int64_t now = atomic_load_explicit(&c->now, memory_order_relaxed);
+    /* seq_cst: as dq_clock_add */
+    while (now < target && !atomic_compare_exchange_weak_explicit(
+                               &c->now, &now, target, memory_order_seq_cst,
+                               memory_order_relaxed))
+        ;
+    return now < target ? target : now;
+}
+
+int dq_clock_attach(dq_clock *c, dq_queue *q)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->count == c->capacity) {
+        size_t cap = c->capacity ? 2 * c->capacity : 4;
+        dq_queue **grown = (dq_queue **)realloc(c->queues, cap * sizeof(*grown));
+        if (grown == NULL) {
+            pthread_mutex_unlock(&c->lock);
+            return -ENOMEM;
+        }
+        c->queues = grown;
+        c->capacity = cap;
+    }
+    c->queues[c->count++] = q;
+    pthread_mutex_unlock(&c->lock);
+    /* relaxed: the caller holds a hold already (its dq_options came from
+       a live clock) */
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return 0;
+}
+
+void dq_clock_detach(dq_clock *c, dq_queue *q)
+{
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->count; i++) {
+        if (c->queues[i] == q) {
+            c->queues[i] = c->queues[--c->count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    clock_unhold(c);
+}

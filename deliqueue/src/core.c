@@ -189,6 +189,35 @@ void dq_wake_consumer(dq_queue *q)
     if (dq_sleep_word_asleep(s))
         dq_wake_sleeper(q, s);
 }
+
+void dq_observer_free(dq_queue *q)
+{
+    /* acquire: the setter's copy is freed after its writes (release) */
+    uintptr_t set = atomic_exchange_explicit(&q->observer_set, 0, memory_order_acquire);
+    if (set != DQ_OBSERVER_NONE)
+        free((void *)set);
+    free(q->observer);
+    q->observer = NULL;
+}
+
+void dq_clock_wake_due(dq_clock *c, int64_t now)
+{
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->count; i++) {
+        dq_queue *q = c->queues[i];
+        /* seq_cst: the second half of the Dekker pair with looper_sleep
+           (clock.h).  The clock's RMW came before this load in the single
+           total order; the consumer publishes its word and then re-reads
+           the clock, so if we read an older word (or awake), or our CAS
+           loses to a newer word, the consumer sees our time itself.  A
+           word's deadline is rounded down to even (DQ_HELD): at worst an
+           early wake, after which the consumer sleeps again. */
+        int64_t s = atomic_load_explicit(&q->sleep, memory_order_seq_cst);
+        if (dq_sleep_word_asleep(s) && (s & ~DQ_HELD) <= now)
+            dq_wake_sleeper(q, s);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
 /* ---- idle handlers ------------------------------------------------------ */
 
 int dq_idle_handlers_remove(dq_queue *q, bool (*fn)(void *ctx), void *ctx)

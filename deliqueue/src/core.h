@@ -78,6 +78,12 @@ void dq_wake_consumer(dq_queue *q);
 /* Flip the sleep word from seen, a word that says asleep, to awake and
    wake the consumer; only the caller whose CAS wins pays for the syscall. */
 void dq_wake_sleeper(dq_queue *q, int64_t seen);
+/* A manual clock c has moved to now (its seq_cst RMW came first): wake
+   every consumer on c asleep with a deadline now reaches.  Any thread. */
+void dq_clock_wake_due(dq_clock *c, int64_t now);
+/* Free q's observers, the consumer's and one set after it took it (the
+   last dq_unref). */
+void dq_observer_free(dq_queue *q);
 
 /* ---- idle handlers (any thread) ---- */
 

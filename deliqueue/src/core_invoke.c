@@ -174,8 +174,7 @@ uint32_t dq_call_wait(dq_call_record *c, int64_t deadline)
         }
         if (deadline != INT64_MAX && dq_clock_real() >= deadline)
             return st;
-        /* with the manual test clock the event polls every millisecond
-           (wait.c); the deadline here is real time either way */
+        /* real time, whatever clock q runs on */
         dq_event_wait(&c->ev, seen, deadline);
     }
 }

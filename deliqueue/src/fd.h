@@ -102,7 +102,7 @@ struct dq_fd_state {
     int backend_fd;         /* epoll of {epfd, timer_fd}, or -1 */
     int timer_fd;           /* timerfd at the next due time, or -1 */
     int64_t timer_deadline; /* what timer_fd is armed to, INT64_MAX: disarmed */
-    int64_t polled_at;      /* dq_now() read before the last poll began */
+    int64_t polled_at;      /* q's time read before the last poll began */
     uint32_t delivered_since_poll;
     int pending; /* events of a blocking wait, to dispatch */
     struct epoll_event events[DQ_FD_BATCH];

@@ -412,7 +412,7 @@ static int looper_rearm(dq_queue *q, dq_core *core)
     if (dq_heap_reserve(h, h->count + 1) != 0 || dq_heap_reserve_run(h, 1) != 0)
         return -ENOMEM;
     core->in_flight = NULL;
-    int64_t now = dq_now();
+    int64_t now = dq_queue_time(q);
     /* relaxed: only this thread moves a live node out of a delivery; a
        claimer's move is seen by the CAS */
     uint64_t s = atomic_load_explicit(&n->state, memory_order_relaxed);
@@ -500,6 +500,16 @@ static inline bool looper_has_news(dq_queue *q, dq_core *core, memory_order mo)
            atomic_load_explicit(&q->fd_changed, mo) != 0;
 }
 
+/* Whether a manual clock has reached deadline, read after the sleep word
+   is published.  seq_cst: the second half of the Dekker pair with
+   dq_clock_advance (its seq_cst RMW of the time, then its seq_cst load
+   of the word in dq_clock_wake_due): either we see its time here, or it
+   sees our word and wakes us. */
+static inline bool looper_clock_reached(dq_clock *c, int64_t deadline)
+{
+    return atomic_load_explicit(&c->now, memory_order_seq_cst) >= deadline;
+}
+
 /* How a consumer call waits (looper_steps' flags).  LOOPER_WAKEABLE: a
    dq_wake ends the wait with -EINTR (dq_next_until, dq_loop_once).
    LOOPER_FD_RETURN: return LOOPER_RAN_FD once fd listeners ran, instead
@@ -544,7 +554,8 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
        CPU (dq_options) and then sleeps. */
     int64_t spin_ns = park ? 0 : q->opts.idle_spin_ns;
     int64_t spin_end = spin_ns > 0 ? dq_clock_real() + spin_ns : 0;
-    if (spin_end > deadline && !dq_clock_is_manual())
+    dq_clock *manual = q->opts.clock;
+    if (spin_end > deadline && manual == NULL)
         spin_end = deadline; /* never past a due message (same clock) */
     for (unsigned i = 1; spin_ns > 0; i++) {
         /* acquire: see looper_has_news */
@@ -569,9 +580,13 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
        removal (tag or removal push, then read sleep) and, in a wakeable
        wait, with dq_wake (flag, then read sleep) */
     looper_publish_sleep(q, word);
-    if (!looper_has_news_or_wake(q, core, flags, memory_order_seq_cst)) {
+    if (!looper_has_news_or_wake(q, core, flags, memory_order_seq_cst) &&
+        !(manual != NULL && looper_clock_reached(manual, deadline))) {
+        /* a manual clock's deadline is no real time: only a wake ends
+           the wait, and dq_clock_advance sends one when it is reached */
+        int64_t real = manual != NULL ? INT64_MAX : deadline;
         if (park) {
-            dq_looper_fd_park(q, deadline);
+            dq_looper_fd_park(q, real);
             return false;
         }
         bool traced = dq_trace_on();
@@ -580,9 +595,9 @@ static bool looper_sleep(dq_queue *q, dq_core *core, int64_t deadline, bool held
         /* with fds watched, epoll over them and the eventfd that a wake
            writes instead of the futex (dq_fd_signal) */
         if (in_epoll)
-            dq_looper_fd_wait(q, deadline);
+            dq_looper_fd_wait(q, real);
         else
-            dq_event_wait(&q->wake, seen, deadline);
+            dq_event_wait(&q->wake, seen, real);
         if (traced)
             dq_trace_end();
     }
@@ -633,6 +648,40 @@ static __attribute__((noinline)) void looper_trace_backlog(dq_queue *q, dq_core 
     }
 }
 
+/* The first half of a consumer step: learn of a quit, read the clock,
+   reclaim and collect.  0, with the step's time in *now and the quit
+   mode in *mode; -ESHUTDOWN once a dq_quit's teardown is done; -ENOMEM. */
+static inline __attribute__((always_inline)) int looper_gather(dq_queue *q, dq_core *core,
+                                                               int64_t *now, int *mode)
+{
+    /* Learn about a quit BEFORE collecting: once the tag is set no push
+       can succeed, so the collect below then sweeps every accepted
+       message.  (Checked after the collect, a push between the sweep and
+       the check would be missed and dropped by the teardown.)  The mode:
+       dq_quit raises it before the tag, dq_quit_safely after
+       (looper_await_quit_mode). */
+    *mode = DQ_RUNNING;
+    /* acquire: pairs with the tag's seq_cst RMW (tag_top), so the mode
+       raised before it by dq_quit is visible */
+    if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
+        *mode = looper_await_quit_mode(q);
+    /* one clock read per step, before the sweep: what was due by then is
+       due at the pick after it too */
+    *now = dq_queue_time(q);
+    core->sweep_now = *now;
+    looper_reclaim(core, false);
+    int err = looper_collect(q, core);
+    if (err)
+        return err;
+    if (dq_trace_on())
+        looper_trace_backlog(q, core);
+    if (*mode == DQ_QUIT_NOW) {
+        dq_looper_teardown(q);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
 /* One consumer call's steps, until a message is taken (0, in *out), or
    until: -ETIMEDOUT; NO_WAIT: -EAGAIN.  flags: LOOPER_WAKEABLE,
    LOOPER_FD_RETURN.  The caller is q's consumer. */
@@ -655,31 +704,11 @@ static int looper_steps(dq_queue *q, dq_msg *out, int64_t until, unsigned flags)
         return -EINTR;
     bool idle_ran = false, fd_polled = false;
     for (;;) {
-        /* Learn about a quit BEFORE collecting: once the tag is set no push
-           can succeed, so the collect below then sweeps every accepted
-           message.  (Checked after the collect, a push between the sweep
-           and the check would be missed and dropped by the teardown.)
-           The mode: dq_quit raises it before the tag, dq_quit_safely
-           after (looper_await_quit_mode). */
-        int mode = DQ_RUNNING;
-        /* acquire: pairs with the tag's seq_cst RMW (tag_top), so the
-           mode raised before it by dq_quit is visible */
-        if (atomic_load_explicit(&q->top, memory_order_acquire) & DQ_TOP_QUIT)
-            mode = looper_await_quit_mode(q);
-        /* one clock read per step, before the sweep: what was due by
-           then is due at the pick below too */
-        int64_t now = dq_now();
-        core->sweep_now = now;
-        looper_reclaim(core, false);
-        err = looper_collect(q, core);
+        int mode;
+        int64_t now;
+        err = looper_gather(q, core, &now, &mode);
         if (err)
             return err;
-        if (dq_trace_on())
-            looper_trace_backlog(q, core);
-        if (mode == DQ_QUIT_NOW) {
-            dq_looper_teardown(q);
-            return -ESHUTDOWN;
-        }
         int64_t deadline = INT64_MAX, held_due = 0;
         bool held;
         dq_node *n = looper_pick(core, now, &deadline, &held, &held_due);
@@ -780,9 +809,8 @@ int dq_try_next(dq_queue *q, dq_msg *out)
     return looper_delivered(q, out, looper_next(q, out, NO_WAIT, 0));
 }
 
-/* Run a delivered message as dq_loop does: its callback, or
-   opts.dispatch. */
-static void looper_dispatch(dq_queue *q, dq_msg *m)
+/* Run a delivered message: its callback, or opts.dispatch. */
+static void looper_run(dq_queue *q, dq_msg *m)
 {
     /* sampled once: the slice the dispatch begins is the one it ends */
     bool traced = dq_trace_on();
@@ -794,6 +822,57 @@ static void looper_dispatch(dq_queue *q, dq_msg *m)
         q->opts.dispatch(m, q->opts.ctx);
     if (traced)
         dq_trace_end();
+}
+
+/* dq_set_observer put a new observer in the slot: take it, and free the
+   one it replaces (only this thread uses that one).  acquire: pairs with
+   the setter's release exchange, so the copy's fields are visible. */
+static __attribute__((noinline)) dq_observer *looper_take_observer(dq_queue *q)
+{
+    uintptr_t set = atomic_exchange_explicit(&q->observer_set, 0, memory_order_acquire);
+    if (set != 0) {
+        free(q->observer);
+        q->observer = set == DQ_OBSERVER_NONE ? NULL : (dq_observer *)set;
+    }
+    return q->observer;
+}
+
+/* A dispatch reported to observer o (the copy the setter made is kept
+   from its start to its end, whatever dq_set_observer does meanwhile).
+   The callbacks see the message as delivered, before the dispatch could
+   change it. */
+static __attribute__((noinline)) void looper_run_observed(dq_queue *q, dq_msg *m,
+                                                          const dq_observer *o)
+{
+    dq_msg seen = *m;
+    int64_t start = dq_queue_time(q);
+    if (o->dispatch_start != NULL)
+        o->dispatch_start(&seen, start, o->ctx);
+    looper_run(q, m);
+    int64_t end = dq_queue_time(q);
+    if (o->dispatch_end != NULL)
+        o->dispatch_end(&seen, start, end, o->ctx);
+    if (o->slow == NULL)
+        return;
+    if (o->slow_delivery_ns > 0 && seen.when > 0 && start - seen.when > o->slow_delivery_ns)
+        o->slow(&seen, DQ_SLOW_DELIVERY, start - seen.when, o->ctx);
+    if (o->slow_dispatch_ns > 0 && end - start > o->slow_dispatch_ns)
+        o->slow(&seen, DQ_SLOW_DISPATCH, end - start, o->ctx);
+}
+
+/* Run a delivered message as dq_loop does, reported to the observer if
+   one is set.  relaxed: a test of the slot, which the exchange in
+   looper_take_observer then reads again with acquire; a set we miss
+   here is taken at the next dispatch. */
+static void looper_dispatch(dq_queue *q, dq_msg *m)
+{
+    dq_observer *o = q->observer;
+    if (__builtin_expect(atomic_load_explicit(&q->observer_set, memory_order_relaxed) != 0, 0))
+        o = looper_take_observer(q);
+    if (__builtin_expect(o != NULL, 0))
+        looper_run_observed(q, m, o);
+    else
+        looper_run(q, m);
 }
 
 int dq_loop(dq_queue *q)
@@ -830,7 +909,7 @@ int dq_loop_once(dq_queue *q, int64_t deadline)
     dq_msg m;
     /* a deadline already passed: no wait, as dq_try_next (which polls the
        fds once), but a wake and the fds are still reported */
-    int64_t until = deadline <= dq_now() ? NO_WAIT : deadline;
+    int64_t until = deadline <= dq_queue_time(q) ? NO_WAIT : deadline;
     err = looper_steps(q, &m, until, LOOPER_WAKEABLE | LOOPER_FD_RETURN);
     if (err == 0) {
         looper_dispatch(q, &m);
@@ -849,4 +928,201 @@ int dq_loop_once(dq_queue *q, int64_t deadline)
     }
     dq_consumer_leave(&saved);
     return err;
+}
+
+/* ---- test control ------------------------------------------------------- */
+
+/* A test-control call on the consumer: checked, claimed, with q current
+   while fn runs on the live core (a repeating post handed out by an
+   earlier dq_next* re-armed first, as every consumer call does). */
+static int64_t looper_control(dq_queue *q, int64_t (*fn)(dq_queue *, dq_core *, int64_t),
+                              int64_t arg)
+{
+    if (q == NULL)
+        return -EINVAL;
+    int err = dq_looper_claim(q);
+    if (err)
+        return err;
+    dq_consumer_frame saved;
+    dq_consumer_enter(q, &saved);
+    /* acquire: as looper_steps' read of the core */
+    dq_core *core = atomic_load_explicit(&q->core, memory_order_acquire);
+    int64_t r = core == NULL ? -ESHUTDOWN : looper_rearm(q, core);
+    if (r == 0)
+        r = fn(q, core, arg);
+    dq_consumer_leave(&saved);
+    return r;
+}
+
+/* The next message in delivery order, due or not, passing over a sync
+   barrier first (then the earliest async message); NULL if none. */
+static dq_node *looper_peek(dq_core *core)
+{
+    dq_node *s = heap_min(&core->sync_heap);
+    dq_node *a = heap_min(&core->async_heap);
+    if (s == NULL || node_is_barrier(s))
+        return a;
+    if (a == NULL)
+        return s;
+    return dq_key_less(*dq_heap_peek_key(&core->async_heap),
+                       *dq_heap_peek_key(&core->sync_heap))
+               ? a
+               : s;
+}
+
+static int64_t looper_peek_when(dq_queue *q, dq_core *core, int64_t unused)
+{
+    (void)unused;
+    int mode;
+    int64_t now;
+    int err = looper_gather(q, core, &now, &mode);
+    if (err)
+        return err == -ESHUTDOWN ? -ENOENT : err;
+    dq_node *n = looper_peek(core);
+    if (n == NULL)
+        return -ENOENT;
+    int64_t due = dq_node_due(n);
+    return due == DQ_KEY_FRONT ? 0 : due;
+}
+
+int64_t dq_peek_when(dq_queue *q)
+{
+    int64_t r = looper_control(q, looper_peek_when, 0);
+    return r == -ESHUTDOWN ? -ENOENT : r;
+}
+
+/* A barrier first in the sync heap holds every sync message; blocked if
+   one of them is due. */
+static int64_t looper_blocked_on_barrier(dq_queue *q, dq_core *core, int64_t unused)
+{
+    (void)unused;
+    int mode;
+    int64_t now;
+    if (looper_gather(q, core, &now, &mode) != 0)
+        return 0;
+    dq_node *b = heap_min(&core->sync_heap);
+    if (b == NULL || !node_is_barrier(b))
+        return 0;
+    dq_heap_iter it = dq_heap_iter_start(&core->sync_heap);
+    for (dq_heap_elem *e; (e = dq_heap_iter_next(&it)) != NULL;) {
+        dq_node *n = dq_node_of_heap(e);
+        if (!node_is_barrier(n) && dq_node_due(n) <= now)
+            return 1;
+    }
+    return 0;
+}
+
+bool dq_is_blocked_on_barrier(dq_queue *q)
+{
+    return looper_control(q, looper_blocked_on_barrier, 0) == 1;
+}
+
+/* Dispatch what is deliverable and due at time at, as dq_loop does, up
+   to the first message posted after this began: its heap key's sequence
+   number is one the sweep handed out since (a timed post's counts up, a
+   front post's down; a re-armed repeating post takes a new one).  Ready
+   fd listeners run once at most, so a listener that leaves its fd
+   readable cannot keep it going either.  Returns how many it
+   dispatched, or a negative errno when it did none; the core is gone
+   (q->core NULL) once it has answered -ESHUTDOWN or torn down. */
+static int64_t looper_run_due(dq_queue *q, dq_core *core, int64_t at)
+{
+    int mode;
+    int64_t now;
+    int err = looper_gather(q, core, &now, &mode);
+    if (err)
+        return err;
+    int64_t timed_from = core->next_seq, front_from = core->next_front_seq;
+    int64_t ran = 0;
+    bool fd_ran = false;
+    for (;;) {
+        int64_t deadline, held_due;
+        bool held;
+        dq_node *n = looper_pick(core, at, &deadline, &held, &held_due);
+        if (!fd_ran && dq_looper_fd_on(q) &&
+            dq_looper_fd_step(q, now, n != NULL, n != NULL ? dq_node_due(n) : 0) > 0) {
+            fd_ran = true;
+            goto again; /* listeners may post or remove */
+        }
+        if (n == NULL) {
+            if (mode == DQ_QUIT_SAFELY &&
+                looper_pick(core, now, &deadline, &held, &held_due) == NULL) {
+                /* the drain's end, as in looper_steps */
+                looper_reclaim(core, true);
+                dq_looper_teardown(q);
+                return ran > 0 ? ran : -ESHUTDOWN;
+            }
+            return ran;
+        }
+        const dq_key *k = dq_heap_peek_key(heap_of(core, n));
+        if (k->seq >= timed_from || (k->when == DQ_KEY_FRONT && k->seq <= front_from))
+            return ran;
+        dq_msg m;
+        if (looper_take(q, core, n, &m)) {
+            looper_dispatch(q, &m);
+            ran++;
+            /* the dispatch returned: a repeating post's delivery ends */
+            err = looper_rearm(q, core);
+            if (err)
+                return ran > 0 ? ran : err;
+        }
+    again:
+        err = looper_gather(q, core, &now, &mode);
+        if (err)
+            return ran > 0 ? ran : err;
+    }
+}
+
+static int64_t looper_run_until_idle(dq_queue *q, dq_core *core, int64_t unused)
+{
+    (void)unused;
+    return looper_run_due(q, core, dq_queue_time(q));
+}
+
+int dq_run_until_idle(dq_queue *q)
+{
+    int64_t r = looper_control(q, looper_run_until_idle, 0);
+    return r > INT32_MAX ? INT32_MAX : (int)r;
+}
+
+/* Move the clock to each next due time up to now + ns and run what is
+   due there; then to now + ns.  Other queues on the clock are woken as
+   by dq_clock_advance. */
+static int64_t looper_fast_forward(dq_queue *q, dq_core *core, int64_t ns)
+{
+    dq_clock *c = q->opts.clock;
+    int64_t start = dq_clock_manual_now(c);
+    int64_t end = start > INT64_MAX - ns ? INT64_MAX : start + ns;
+    int64_t ran = 0;
+    for (;;) {
+        int64_t r = looper_run_due(q, core, dq_clock_manual_now(c));
+        if (r < 0)
+            return ran > 0 ? ran : r;
+        ran += r;
+        /* relaxed: only this thread stores NULL there (the teardown) */
+        if (atomic_load_explicit(&q->core, memory_order_relaxed) == NULL)
+            return ran;
+        int mode;
+        int64_t now;
+        if (looper_gather(q, core, &now, &mode) != 0)
+            return ran;
+        dq_node *n = looper_peek(core);
+        int64_t due = n != NULL ? dq_node_due(n) : INT64_MAX;
+        if (due > end)
+            break;
+        if (due > now)
+            dq_clock_wake_due(c, dq_clock_raise(c, due));
+        else if (r == 0)
+            break; /* due, yet not deliverable: a barrier holds it */
+    }
+    dq_clock_wake_due(c, dq_clock_raise(c, end));
+    return ran;
+}
+
+int dq_fast_forward(dq_queue *q, int64_t ns)
+{
+    if (q == NULL || ns < 0 || q->opts.clock == NULL)
+        return -EINVAL;
+    int64_t r = looper_control(q, looper_fast_forward, ns);
+    return r > INT32_MAX ? INT32_MAX : (int)r;
 }

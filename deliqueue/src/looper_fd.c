@@ -31,11 +31,9 @@
 #include <sys/timerfd.h>
 
 /* A backlog of messages due before a ready fd delays it at most this
-   long (real time): then the fds are polled between two deliveries. */
+   long (on the queue's clock): then the fds are polled between two
+   deliveries. */
 #define DQ_FD_POLL_INTERVAL_NS 1000000
-/* With the manual test clock a wait wakes this often to re-read it, as
-   the futex wait does (wait.c). */
-#define DQ_FD_MANUAL_POLL_NS   1000000
 /* epoll data of the timer in the backend set */
 #define DQ_FD_TIMER_DATA       1
 
@@ -257,10 +255,8 @@ static struct timespec to_timespec(int64_t ns)
 void dq_looper_fd_park(dq_queue *q, int64_t deadline)
 {
     dq_fd_state *fs = looper_fd_state(q);
-    if (deadline != INT64_MAX && dq_clock_is_manual())
-        deadline = dq_clock_real() + DQ_FD_MANUAL_POLL_NS;
     if (deadline != fs->timer_deadline) {
-        /* an absolute CLOCK_MONOTONIC time, as dq_now(); all zero disarms */
+        /* an absolute CLOCK_MONOTONIC time; all zero disarms */
         struct itimerspec its;
         memset(&its, 0, sizeof(its));
         if (deadline != INT64_MAX)
@@ -373,7 +369,7 @@ int dq_looper_fd_poll(dq_queue *q)
     looper_fd_refresh(q, fs);
     if (!fs->active)
         return 0;
-    return looper_fd_poll_at(q, fs, dq_now());
+    return looper_fd_poll_at(q, fs, dq_queue_time(q));
 }
 
 /* epoll_pwait2 takes a timespec; QEMU user mode (7.2) lacks it, and then
@@ -383,12 +379,10 @@ static _Atomic(int) no_pwait2;
 void dq_looper_fd_wait(dq_queue *q, int64_t deadline)
 {
     dq_fd_state *fs = looper_fd_state(q);
-    fs->polled_at = dq_now();
+    fs->polled_at = dq_queue_time(q);
     fs->delivered_since_poll = 0;
     int64_t left = -1;
-    if (dq_clock_is_manual()) {
-        left = DQ_FD_MANUAL_POLL_NS;
-    } else if (deadline != INT64_MAX) {
+    if (deadline != INT64_MAX) {
         left = deadline - dq_clock_real();
         if (left < 0)
             left = 0;

@@ -120,7 +120,7 @@ DQ_THREAD_LOCAL(struct dq_pool_cache, dq_pool_cache);
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
-#ifdef DQ_TEST_CLOCK
+#ifdef DQ_TEST_HOOKS
 #include <deliqueue/testing.h>
 static _Atomic(void (*)(int)) pool_hook;
 void dq_test_pool_hook(void (*fn)(int point))

@@ -27,6 +27,7 @@
 
 #include <deliqueue/deliqueue.h>
 #include "atomic.h"
+#include "clock.h"
 #include "heap.h"
 
 #include "node.h"
@@ -46,13 +47,16 @@ static inline dq_node *dq_top_node(uintptr_t top)
     return (dq_node *)(top & ~DQ_TOP_QUIT);
 }
 
+/* q->observer_set: the observer was removed. */
+#define DQ_OBSERVER_NONE ((uintptr_t)1)
+
 /* q->users: count of removers/walkers inside, plus the quitting bit. */
 #define DQ_USERS_QUIT (UINT64_C(1) << 63)
 
 /* q->sleep: DQ_AWAKE, or the consumer's wake-up deadline with the low bit
    set while sync messages are held by a barrier (then q->held_due is that
    barrier's due: a sync post due strictly earlier sorts before it and is
-   deliverable).  A deadline is always later than some dq_now() >= 0, so
+   deliverable).  A deadline is always later than some time >= 0, so
    every word but DQ_AWAKE is >= 0 and a post tests the sign (a test, no
    64-bit constant to load and compare). */
 #define DQ_AWAKE INT64_MIN
@@ -83,7 +87,7 @@ typedef struct dq_core {
     dq_heap async_heap;
     int64_t next_seq;                 /* timed posts: up from 2^62 */
     int64_t next_front_seq;           /* front posts: down from 2^62 - 1 (LIFO) */
-    int64_t sweep_now;                /* dq_now() before this step's sweep: what is
+    int64_t sweep_now;                /* q's time before this step's sweep: what is
                                                  due by then goes to the heaps' due runs */
     dq_node *limbo_head, *limbo_tail; /* retired, waiting for walkers */
     _Atomic(uint32_t) limbo_count;    /* looper's relaxed stores; read by
@@ -120,13 +124,18 @@ struct dq_queue {
     alignas(DQ_CACHE_LINE) _Atomic(uint64_t) users;
     _Atomic(uint64_t) refs;
     _Atomic(int) quit_mode;
-    _Atomic(int64_t) quit_time; /* quit_safely's cut: dq_now() read after the
+    _Atomic(int64_t) quit_time; /* quit_safely's cut: q's time read after the
                                         quit tag, -1 until then */
     _Atomic(uint64_t) consumer; /* looper_thread_id() of the looper, 0 = none */
     _Atomic(dq_core *) core;    /* NULL after teardown */
     dq_options opts;
 
     _Atomic(struct dq_trace_name *) trace_name; /* NULL until dq_set_name (trace.h) */
+    /* dq_set_observer's newest copy, until the consumer takes it: 0 (no
+       change), a dq_observer *, or DQ_OBSERVER_NONE (removed).  Whoever
+       exchanges a copy out of the slot owns it. */
+    _Atomic(uintptr_t) observer_set;
+    dq_observer *observer; /* looper only: what its dispatches report to */
     pthread_mutex_t idle_lock;                  /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t idle_count, idle_capacity;
@@ -137,6 +146,13 @@ struct dq_queue {
     struct dq_ident *ident;
     uint64_t ident_gen;
 };
+
+/* The time on q's clock (dq_queue_now): its manual clock, or
+   CLOCK_MONOTONIC. */
+static inline int64_t dq_queue_time(const dq_queue *q)
+{
+    return dq_clock_time(q->opts.clock);
+}
 
 /* q's core, for a caller counted in by dq_users_enter, or on the
    consumer's thread: the teardown frees it only after both are gone, so

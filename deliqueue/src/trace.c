@@ -18,7 +18,7 @@
 #include "queue.h"
 #include "trace.h"
 
-#ifdef DQ_TEST_CLOCK
+#ifdef DQ_TEST_HOOKS
 #include <deliqueue/testing.h>
 #endif
 
@@ -117,7 +117,7 @@ void dq_trace_init_from_env(void)
     pthread_once(&once, init_from_env_once);
 }
 
-#ifdef DQ_TEST_CLOCK
+#ifdef DQ_TEST_HOOKS
 int dq_test_trace_to_fd(int fd)
 {
     if (fd < 0)
@@ -274,7 +274,7 @@ static void emit(dq_queue *q, enum dq_trace_kind kind, int32_t what, int64_t val
         .value = value,
         .now =
             kind == DQ_TRACE_POST || kind == DQ_TRACE_BARRIER || kind == DQ_TRACE_SLEEP
-                ? dq_now()
+                ? (q != NULL ? dq_queue_time(q) : dq_now())
                 : 0,
     };
     char line[DQ_TRACE_LINE_MAX];

@@ -91,7 +91,7 @@ typedef struct dq_trace_event {
     int32_t what;
     int64_t value; /* a due time or deadline (absolute, see
                                   `now`), a count or an errno */
-    int64_t now;   /* dq_now() when the event happened */
+    int64_t now;   /* the queue's time when the event happened */
 } dq_trace_event;
 
 /* Longest marker line, newline included. */

@@ -14,22 +14,10 @@
 #include <unistd.h>
 #endif
 
-/* With the test clock on, a sleeper re-reads it this often (real time). */
-#define MANUAL_CLOCK_POLL_NS 1000000
-
 static struct timespec to_timespec(int64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
     return ts;
-}
-
-/* The real deadline to sleep until.  Deadlines are on dq_now()'s clock;
-   with the manual clock they are not real times at all, so poll. */
-static int64_t real_deadline(int64_t deadline)
-{
-    if (dq_clock_is_manual())
-        return dq_clock_real() + MANUAL_CLOCK_POLL_NS;
-    return deadline;
 }
 
 #ifndef DQ_WAIT_PTHREAD
@@ -47,7 +35,6 @@ void dq_event_fini(dq_event *e)
 
 void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
 {
-    deadline = real_deadline(deadline);
     struct timespec ts, *tsp = NULL;
     if (deadline != INT64_MAX) {
         if (deadline <= dq_clock_real())
@@ -97,7 +84,6 @@ void dq_event_fini(dq_event *e)
 
 void dq_event_wait(dq_event *e, uint32_t seen, int64_t deadline)
 {
-    deadline = real_deadline(deadline);
     struct timespec ts = to_timespec(deadline);
     pthread_mutex_lock(&e->lock);
     /* the bump happens under the lock, so this check cannot miss it */

@@ -16,9 +16,13 @@
  *              dq_pool_stats, dq_set_name, dq_trace_enable,
  *              dq_trace_enabled, dq_add_fd_listener,
  *              dq_remove_fd_listener, dq_current,
- *              dq_is_consumer, dq_is_invoke, dq_wake
+ *              dq_is_consumer, dq_is_invoke, dq_wake,
+ *              dq_set_observer, dq_dump, dq_clock_*,
+ *              dq_queue_now
  *   consumer   dq_next, dq_next_until, dq_try_next, dq_loop,    producers, removers, any;
- *              dq_loop_once, dq_backend_fd
+ *              dq_loop_once, dq_backend_fd, dq_peek_when,
+ *              dq_is_blocked_on_barrier, dq_run_until_idle,
+ *              dq_fast_forward
  *                                                               never a second consumer
  *
  * The first thread that calls a consumer function becomes the queue's only
@@ -78,7 +82,8 @@
  * returns an error was not accepted: the caller keeps what it posted and
  * nothing is reported.
  *
- * Times are CLOCK_MONOTONIC nanoseconds (dq_now()).
+ * Times are nanoseconds on the queue's clock (dq_queue_now): CLOCK_MONOTONIC
+ * (dq_now()) unless dq_options.clock gives the queue a manual clock.
  */
 #ifndef DELIQUEUE_DELIQUEUE_H
 #define DELIQUEUE_DELIQUEUE_H
@@ -87,12 +92,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* dq_dump's FILE */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct dq_queue dq_queue; /* opaque, reference counted */
+typedef struct dq_clock dq_clock; /* a manual clock for tests (dq_clock_create_manual) */
 typedef uint64_t dq_token;        /* 0 = none; never reused (process-wide) */
 
 #define DQ_ASYNC 1u /* dq_msg.flags: not held by barriers */
@@ -120,6 +127,10 @@ typedef struct dq_options {
        transition sleeps at once, and the next post pays the wake-up);
        above DQ_IDLE_SPIN_MAX_NS dq_create fails with EINVAL. */
     int64_t idle_spin_ns;
+    /* The queue's clock: NULL for CLOCK_MONOTONIC, or a manual clock
+       (dq_clock_create_manual), which the queue then reads for every due
+       time, deadline and wait instead of CLOCK_MONOTONIC. */
+    dq_clock *clock;
 } dq_options;
 
 #define DQ_IDLE_SPIN_DEFAULT_NS 2000    /* 2 us */
@@ -263,7 +274,7 @@ int dq_backend_fd(dq_queue *q);
 /* Consumer side: one consumer thread per queue (-EPERM for another).
    dq_next blocks until a message is due and copies it to *out;
    -ESHUTDOWN when the queue has quit and nothing deliverable is left.
-   dq_next_until gives up at deadline (absolute, dq_now() clock) with
+   dq_next_until gives up at deadline (absolute, the queue's clock) with
    -ETIMEDOUT, and returns -EINTR for a dq_wake: at once for one pending
    when it is called, or when one comes while it waits; dq_try_next never
    blocks (-EAGAIN if nothing is due).  -EINVAL for NULL q or out. */
@@ -308,8 +319,8 @@ int dq_invoke(dq_queue *q, void (*fn)(void *ctx), void *ctx);
 /* Run fn(ctx) on q's consumer and wait until it has returned.
      0           fn ran; everything it wrote is visible to the caller
                  (happens-before).  On the consumer itself fn runs inline.
-     -ETIMEDOUT  timeout ns (real CLOCK_MONOTONIC time, whatever dq_now()
-                 is set to) passed before the consumer took fn's message
+     -ETIMEDOUT  timeout ns (real CLOCK_MONOTONIC time, whatever clock
+                 q runs on) passed before the consumer took fn's message
                  for delivery: the message is cancelled (reported to
                  on_discard exactly once) and fn never runs.  If the
                  consumer has taken it when the time is up, dq_call waits
@@ -333,7 +344,7 @@ int dq_call(dq_queue *q, void (*fn)(void *ctx), void *ctx, int64_t timeout);
    their obj is the library's).  false for NULL.  Any thread. */
 bool dq_is_invoke(const dq_msg *m);
 
-/* Repeating posts.  A copy of *m is due at `first` (absolute, dq_now()
+/* Repeating posts.  A copy of *m is due at `first` (absolute, the queue's
    clock; a time in the past is due at once), then every `period` ns
    (> 0), in one of two modes:
      DQ_FIXED_RATE   occurrence k is due at first + k * period; a late
@@ -380,7 +391,7 @@ int dq_post_repeating(dq_queue *q, const dq_msg *m, int64_t first, int64_t perio
 int dq_wake(dq_queue *q);
 
 /* One iteration of the consumer: wait at most until deadline (absolute,
-   dq_now() clock; a deadline not after now: no wait), then do one thing:
+   the queue's clock; a deadline not after now: no wait), then do one thing:
      DQ_ONCE_MESSAGE  dispatched one due message as dq_loop does (its
                       callback, or opts.dispatch), on this thread
      DQ_ONCE_FD       ran the ready fd listeners (fairness as dq_next's:
@@ -466,6 +477,121 @@ int dq_set_name(dq_queue *q, const char *name);
    Thread: any. */
 int dq_trace_enable(bool on);
 bool dq_trace_enabled(void);
+
+/* ---- observing the loop ---------------------------------------------------
+
+   An observer sees every message dq_loop, dq_loop_once, dq_run_until_idle
+   and dq_fast_forward dispatch, on the consumer thread, around the
+   dispatch (not messages returned by dq_next*).  Times are on the
+   queue's clock.  Any member may be NULL.  slow is called after
+   dispatch_end when the delivery came late, start - m->when >
+   slow_delivery_ns (ns is exactly that; front posts, whose when is 0,
+   are never late), and when the dispatch took long, end - start >
+   slow_dispatch_ns (ns is end - start); a threshold of 0 is off, and a
+   negative one is -EINVAL.  The callbacks must not call dq_set_observer
+   on the same queue. */
+typedef struct dq_observer {
+    void (*dispatch_start)(const dq_msg *m, int64_t start, void *ctx);
+    void (*dispatch_end)(const dq_msg *m, int64_t start, int64_t end, void *ctx);
+    void (*slow)(const dq_msg *m, uint32_t kind, int64_t ns, void *ctx);
+    int64_t slow_delivery_ns, slow_dispatch_ns;
+    void *ctx;
+} dq_observer;
+#define DQ_SLOW_DELIVERY 1u
+#define DQ_SLOW_DISPATCH 2u
+/* Set q's observer to a copy of *o (NULL removes it).  It takes effect
+   from the consumer's next dispatch; one already under way finishes with
+   the observer it began with.  0, -EINVAL (NULL q, negative threshold),
+   -ENOMEM, -ESHUTDOWN (the queue is torn down).  Thread: any. */
+int dq_set_observer(dq_queue *q, const dq_observer *o);
+
+/* Write a human-readable snapshot of q to out.  Any thread; it takes no
+   lock a post or a delivery takes and never makes them wait (pending
+   messages are read as dq_pending reads them; idle handlers and fd
+   listeners are copied under their locks, then printed).  Exact while
+   nothing posts, removes or consumes; under concurrency each line is
+   something that was true during the call.  Format, one record a line,
+   fields "key=value" separated by one space, times in ns relative to
+   the queue's clock at the call (+ for later, - for overdue):
+     dq_dump queue=%p name=NAME clock=monotonic|manual now=NS
+     consumer state=none|running|sleeping|gone until=+NS|never held=0|1 quit=no|safely|now
+     counts pending=N barriers=N idle_handlers=N fds=N
+     msg due=+NS|-NS|front target=%p what=%d arg1=%d arg2=%d obj=%p callback=%p async=0|1 repeat=no|rate|delay period=NS token=%llu
+     barrier due=+NS|-NS token=%llu
+     idle fn=%p ctx=%p
+     fd fd=%d events=in,out,err listener=%p ctx=%p
+     end
+   msg and barrier lines come in delivery order: front posts (newest
+   first), then by due time and, among equal ones, in posting order; a
+   sync message behind a barrier is held until the barrier goes (held=1
+   on the consumer line: the consumer waits on a barrier).  name is "-"
+   for an unnamed queue.  0; -EINVAL (NULL q or out); -EIO if writing
+   failed; -ENOMEM. */
+int dq_dump(dq_queue *q, FILE *out);
+
+/* ---- time, and driving a looper from a test --------------------------------
+
+   A manual clock stands still until dq_clock_advance moves it.  A queue
+   created with dq_options.clock set to one reads it for every due time
+   (dq_post, dq_post_delayed, repeating posts, dq_quit_safely's cut),
+   every deadline (dq_next_until, dq_loop_once) and every wait, and never
+   reads CLOCK_MONOTONIC for them; dq_call's timeout stays real time.  A
+   consumer asleep on such a queue wakes when an advance makes its
+   earliest message (or its call's deadline) due, whichever thread
+   advances.  Several queues may share one clock; one advance wakes all
+   of them that it makes due. */
+/* A manual clock reading start (>= 0).  NULL with errno EINVAL (start <
+   0) or ENOMEM. */
+dq_clock *dq_clock_create_manual(int64_t start);
+/* Drop the creator's hold on c.  Queues still using c keep it alive
+   until their last dq_unref; it must not be used through this pointer
+   afterwards.  NULL: no-op. */
+void dq_clock_destroy(dq_clock *c);
+/* c's time; CLOCK_MONOTONIC for NULL (as dq_now()).  Any thread. */
+int64_t dq_clock_now(const dq_clock *c);
+/* Move c forward by ns (>= 0; the time saturates at INT64_MAX) and wake
+   every consumer on c whose earliest message or deadline the new time
+   reaches.  0; -EINVAL for NULL c or negative ns (nothing changes).  Any
+   thread, a queue's consumer included. */
+int dq_clock_advance(dq_clock *c, int64_t ns);
+/* q's clock: its manual clock's time, or CLOCK_MONOTONIC.  -EINVAL for
+   NULL q.  Any thread. */
+int64_t dq_queue_now(dq_queue *q);
+
+/* Consumer-side test control, after Android's TestLooperManager and
+   Chromium's mock-time task environment.  Consumer only (-EPERM from
+   another thread); like dq_next, the first caller becomes the consumer.
+   After a quit and its drain they answer as an empty queue would
+   (-ENOENT, false, 0).
+
+   dq_peek_when: the due time of the next message the consumer would
+   deliver, due or not: 0 for a front post; with a sync barrier first,
+   the earliest async message's, or -ENOENT if there is none (what
+   Android's peekWhen answers behind a barrier); -ENOENT for an empty
+   queue; -EINVAL for NULL q. */
+int64_t dq_peek_when(dq_queue *q);
+/* Whether a barrier holds a sync message that is due.  false for NULL
+   q and from another thread. */
+bool dq_is_blocked_on_barrier(dq_queue *q);
+/* Dispatch, as dq_loop does (callbacks, opts.dispatch, the observer, fd
+   listeners that are ready), every message that was deliverable and due
+   when the call began, in delivery order; never waits.  It stops at the
+   first message posted during the call, so a message that re-posts
+   itself due at once, or a repeating post, runs once per call and
+   cannot keep it going.  Returns how many messages it dispatched (0:
+   nothing was due); -EINVAL, -EPERM, -ESHUTDOWN (quit and drained),
+   -ENOMEM. */
+int dq_run_until_idle(dq_queue *q);
+/* Manual clock only.  Move q's clock forward to each next due time up
+   to now + ns (inclusive) and dispatch, in order, what falls due there,
+   as dq_run_until_idle does at each of those times; a message posted
+   meanwhile and due within the window runs too.  While a message is
+   dispatched the clock reads its due time; at the end it reads exactly
+   the start + ns (other queues on the clock are woken as by
+   dq_clock_advance).  Returns how many messages it dispatched; -EINVAL
+   (NULL q, ns < 0, a queue on CLOCK_MONOTONIC), -EPERM, -ESHUTDOWN,
+   -ENOMEM. */
+int dq_fast_forward(dq_queue *q, int64_t ns);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Test hooks, present only in the //deliqueue:deliqueue_testing build
- * (compiled with DQ_TEST_CLOCK); release builds have none of this.
- *
- * The manual clock makes timing semantics deterministic: while it is on,
- * dq_now() returns the manual time, and blocking consumer calls re-check it
- * at least every millisecond of real time (so a test that advances it from
- * another thread unblocks them).  Process-wide; any thread.
+ * Test hooks, present only in the //deliqueue:deliqueue_testing builds
+ * (compiled with DQ_TEST_HOOKS); release builds have none of this.  They
+ * reach into the library's internals: the trace sink and the node pool's
+ * slow paths and failures.  What a user's tests need (a manual clock,
+ * stepping a looper) is in the public API: dq_clock_create_manual,
+ * dq_run_until_idle, dq_fast_forward.
  */
 #ifndef DELIQUEUE_TESTING_H
 #define DELIQUEUE_TESTING_H
@@ -14,20 +13,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef DQ_TEST_CLOCK
+#ifndef DQ_TEST_HOOKS
 #error "deliqueue/testing.h needs the //deliqueue:deliqueue_testing build"
 #endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Switch dq_now() to a manual clock reading now_ns (>= 0). */
-void dq_test_clock_set(int64_t now_ns);
-/* Advance the manual clock (no-op with a negative delta). */
-void dq_test_clock_advance(int64_t delta_ns);
-/* Back to CLOCK_MONOTONIC. */
-void dq_test_clock_real(void);
 
 /* Write trace events to fd instead of tracefs trace_marker (the fd stays
    the caller's), and report the next failure to write on stderr again.
