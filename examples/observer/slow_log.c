@@ -14,9 +14,8 @@
  *
  * The looper runs three messages: a quick one, one whose handler works
  * for 30 ms (a slow dispatch), and one posted due 60 ms in the past (a
- * slow delivery).  Exit
- * status 0 when the logs and the slow reports are what the thresholds
- * say; 1 otherwise.
+ * slow delivery).  Exit status 0 when the logs and the slow reports are
+ * what the thresholds say; 1 otherwise.
  */
 #define _GNU_SOURCE
 #include <deliqueue/deliqueue.h>
