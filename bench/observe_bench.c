@@ -68,7 +68,9 @@ static double run_dispatch(int row)
     dq_queue *q = dq_create(&opts);
     uint64_t seen = 0;
     if (row == OBSERVER_CALLBACKS) {
-        dq_observer o = { .dispatch_start = on_start, .dispatch_end = on_end, .ctx = &seen };
+        dq_observer o = { .dispatch_start = on_start,
+                          .dispatch_end = on_end,
+                          .ctx = &seen };
         dq_set_observer(q, &o);
     } else if (row == OBSERVER_THRESHOLDS) {
         dq_observer o = { .slow = on_slow,
@@ -166,7 +168,8 @@ int main(int argc, char **argv)
     printf("| dq_loop dispatch | ns per dispatch (median) | ratio to no observer |\n");
     printf("| --- | ---: | ---: |\n");
     for (int r = 0; r < ROWS; r++)
-        printf("| %s | %.1f | %.2f |\n", row_names[r], med[r], med[r] / med[NO_OBSERVER]);
+        printf("| %s | %.1f | %.2f |\n", row_names[r], med[r],
+               med[r] / med[NO_OBSERVER]);
     printf("\n| dq_dump | pending messages | ms per dump (median) |\n");
     printf("| --- | ---: | ---: |\n");
     printf("| to /dev/null | %ld | %.1f |\n", pending, median(dump_ms, reps));

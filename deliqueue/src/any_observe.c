@@ -22,7 +22,8 @@
 
 int dq_set_observer(dq_queue *q, const dq_observer *o)
 {
-    if (q == NULL || (o != NULL && (o->slow_delivery_ns < 0 || o->slow_dispatch_ns < 0)))
+    if (q == NULL ||
+        (o != NULL && (o->slow_delivery_ns < 0 || o->slow_dispatch_ns < 0)))
         return -EINVAL;
     /* relaxed: a hint; a teardown after it frees the copy at the last
        dq_unref */
@@ -39,7 +40,8 @@ int dq_set_observer(dq_queue *q, const dq_observer *o)
     /* release: the copy's fields, to the consumer's acquire exchange
        (looper_take_observer); acquire: a copy we take back out was
        written by its setter, and we free it */
-    uintptr_t old = atomic_exchange_explicit(&q->observer_set, set, memory_order_acq_rel);
+    uintptr_t old =
+        atomic_exchange_explicit(&q->observer_set, set, memory_order_acq_rel);
     if (old != 0 && old != DQ_OBSERVER_NONE)
         free((void *)old); /* never taken by the consumer */
     return 0;
@@ -182,10 +184,10 @@ static void dump_consumer(dq_queue *q, FILE *out, int64_t now)
     bool gone = atomic_load_explicit(&q->core, memory_order_relaxed) == NULL;
     bool started = atomic_load_explicit(&q->consumer, memory_order_relaxed) != 0;
     bool asleep = dq_sleep_word_asleep(s);
-    const char *state = gone        ? "gone"
-                        : !started  ? "none"
-                        : asleep    ? "sleeping"
-                                    : "running";
+    const char *state = gone       ? "gone"
+                        : !started ? "none"
+                        : asleep   ? "sleeping"
+                                   : "running";
     fprintf(out, "consumer state=%s", state);
     int64_t until = asleep ? (s & ~DQ_HELD) : INT64_MAX;
     if (!asleep || until == (INT64_MAX & ~DQ_HELD))
@@ -220,8 +222,8 @@ int dq_dump(dq_queue *q, FILE *out)
        the names stay until the handle is freed (trace.h) */
     dq_trace_name *name = atomic_load_explicit(&q->trace_name, memory_order_acquire);
     fprintf(out, "dq_dump queue=%p name=%s clock=%s now=%" PRId64 "\n", (void *)q,
-            name != NULL ? name->text : "-", q->opts.clock != NULL ? "manual" : "monotonic",
-            now);
+            name != NULL ? name->text : "-",
+            q->opts.clock != NULL ? "manual" : "monotonic", now);
     dump_consumer(q, out, now);
     size_t barriers = 0;
     for (size_t i = 0; i < count; i++)
@@ -246,9 +248,9 @@ int dq_dump(dq_queue *q, FILE *out)
                 m->target, m->what, m->arg1, m->arg2, m->obj,
                 m->callback != NULL ? (void *)(uintptr_t)m->callback : NULL,
                 (m->flags & DQ_ASYNC) ? 1 : 0,
-                !it->repeating                        ? "no"
+                !it->repeating                      ? "no"
                 : it->repeat_mode == DQ_FIXED_DELAY ? "delay"
-                                                      : "rate",
+                                                    : "rate",
                 it->period, it->token);
     }
     for (size_t i = 0; i < idle_count; i++)
@@ -257,8 +259,9 @@ int dq_dump(dq_queue *q, FILE *out)
     for (size_t i = 0; i < fd_count; i++) {
         uint32_t ev = fds[i].events;
         fprintf(out, "fd fd=%d events=%s%s%s listener=%p ctx=%p\n", fds[i].fd,
-                (ev & DQ_EVENT_INPUT) ? "in," : "", (ev & DQ_EVENT_OUTPUT) ? "out," : "",
-                "err", (void *)(uintptr_t)fds[i].fn, fds[i].ctx);
+                (ev & DQ_EVENT_INPUT) ? "in," : "",
+                (ev & DQ_EVENT_OUTPUT) ? "out," : "", "err",
+                (void *)(uintptr_t)fds[i].fn, fds[i].ctx);
     }
 #endif
     fprintf(out, "end\n");

@@ -69,13 +69,14 @@ int64_t dq_clock_now(const dq_clock *c)
 int64_t dq_clock_add(dq_clock *c, int64_t ns)
 {
     /* relaxed: the CAS below validates it */
-    int64_t now = atomic_load_explicit(&c->now, memory_order_relaxed), next;
-    do
-        next = now > INT64_MAX - ns ? INT64_MAX : now + ns;
-    /* seq_cst: the first half of the Dekker pair with looper_sleep */
-    while (!atomic_compare_exchange_weak_explicit(&c->now, &now, next, memory_order_seq_cst,
-                                                  memory_order_relaxed));
-    return next;
+    int64_t now = atomic_load_explicit(&c->now, memory_order_relaxed);
+    for (;;) {
+        int64_t next = now > INT64_MAX - ns ? INT64_MAX : now + ns;
+        /* seq_cst: the first half of the Dekker pair with looper_sleep */
+        if (atomic_compare_exchange_weak_explicit(
+                &c->now, &now, next, memory_order_seq_cst, memory_order_relaxed))
+            return next;
+    }
 }
 
 int64_t dq_clock_raise(dq_clock *c, int64_t target)
@@ -83,9 +84,9 @@ int64_t dq_clock_raise(dq_clock *c, int64_t target)
     /* relaxed: the CAS below validates it */
     int64_t now = atomic_load_explicit(&c->now, memory_order_relaxed);
     /* seq_cst: as dq_clock_add */
-    while (now < target && !atomic_compare_exchange_weak_explicit(
-                               &c->now, &now, target, memory_order_seq_cst,
-                               memory_order_relaxed))
+    while (now < target && !atomic_compare_exchange_weak_explicit(&c->now, &now, target,
+                                                                  memory_order_seq_cst,
+                                                                  memory_order_relaxed))
         ;
     return now < target ? target : now;
 }

@@ -651,8 +651,8 @@ static __attribute__((noinline)) void looper_trace_backlog(dq_queue *q, dq_core 
 /* The first half of a consumer step: learn of a quit, read the clock,
    reclaim and collect.  0, with the step's time in *now and the quit
    mode in *mode; -ESHUTDOWN once a dq_quit's teardown is done; -ENOMEM. */
-static inline __attribute__((always_inline)) int looper_gather(dq_queue *q, dq_core *core,
-                                                               int64_t *now, int *mode)
+static inline __attribute__((always_inline)) int
+looper_gather(dq_queue *q, dq_core *core, int64_t *now, int *mode)
 {
     /* Learn about a quit BEFORE collecting: once the tag is set no push
        can succeed, so the collect below then sweeps every accepted
@@ -854,7 +854,8 @@ static __attribute__((noinline)) void looper_run_observed(dq_queue *q, dq_msg *m
         o->dispatch_end(&seen, start, end, o->ctx);
     if (o->slow == NULL)
         return;
-    if (o->slow_delivery_ns > 0 && seen.when > 0 && start - seen.when > o->slow_delivery_ns)
+    if (o->slow_delivery_ns > 0 && seen.when > 0 &&
+        start - seen.when > o->slow_delivery_ns)
         o->slow(&seen, DQ_SLOW_DELIVERY, start - seen.when, o->ctx);
     if (o->slow_dispatch_ns > 0 && end - start > o->slow_dispatch_ns)
         o->slow(&seen, DQ_SLOW_DISPATCH, end - start, o->ctx);
@@ -867,7 +868,8 @@ static __attribute__((noinline)) void looper_run_observed(dq_queue *q, dq_msg *m
 static void looper_dispatch(dq_queue *q, dq_msg *m)
 {
     dq_observer *o = q->observer;
-    if (__builtin_expect(atomic_load_explicit(&q->observer_set, memory_order_relaxed) != 0, 0))
+    if (__builtin_expect(
+            atomic_load_explicit(&q->observer_set, memory_order_relaxed) != 0, 0))
         o = looper_take_observer(q);
     if (__builtin_expect(o != NULL, 0))
         looper_run_observed(q, m, o);
@@ -935,8 +937,8 @@ int dq_loop_once(dq_queue *q, int64_t deadline)
 /* A test-control call on the consumer: checked, claimed, with q current
    while fn runs on the live core (a repeating post handed out by an
    earlier dq_next* re-armed first, as every consumer call does). */
-static int64_t looper_control(dq_queue *q, int64_t (*fn)(dq_queue *, dq_core *, int64_t),
-                              int64_t arg)
+static int64_t
+looper_control(dq_queue *q, int64_t (*fn)(dq_queue *, dq_core *, int64_t), int64_t arg)
 {
     if (q == NULL)
         return -EINVAL;

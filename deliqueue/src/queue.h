@@ -135,8 +135,8 @@ struct dq_queue {
        change), a dq_observer *, or DQ_OBSERVER_NONE (removed).  Whoever
        exchanges a copy out of the slot owns it. */
     _Atomic(uintptr_t) observer_set;
-    dq_observer *observer; /* looper only: what its dispatches report to */
-    pthread_mutex_t idle_lock;                  /* guards the idle handler array */
+    dq_observer *observer;     /* looper only: what its dispatches report to */
+    pthread_mutex_t idle_lock; /* guards the idle handler array */
     dq_idle_handler *idle;
     size_t idle_count, idle_capacity;
     /* dq_call's waiters, which dq_quit releases (invoke.h) */

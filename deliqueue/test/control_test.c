@@ -149,7 +149,8 @@ Test(clock, posts_and_deadlines_are_on_the_queue_clock)
     /* real time passes; the queue's does not */
     sleep_ms(20);
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
-    cr_assert_eq(dq_next_until(q, &out, START), -ETIMEDOUT, "a deadline already reached");
+    cr_assert_eq(dq_next_until(q, &out, START), -ETIMEDOUT,
+                 "a deadline already reached");
     cr_assert_eq(dq_clock_advance(clk, 10 * SEC - 1), 0);
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
     cr_assert_eq(dq_clock_advance(clk, 1), 0);
@@ -225,7 +226,8 @@ Test(clock, one_advance_wakes_every_queue_on_the_clock)
     cr_assert_eq(dq_post_delayed(q, &m, SEC, NULL), 0);
     m.what = 2;
     cr_assert_eq(dq_post_delayed(q2, &m, SEC / 2, NULL), 0);
-    sleeper a = { .q = q, .deadline = INT64_MAX }, b = { .q = q2, .deadline = INT64_MAX };
+    sleeper a = { .q = q, .deadline = INT64_MAX },
+            b = { .q = q2, .deadline = INT64_MAX };
     pthread_t ta, tb;
     cr_assert_eq(pthread_create(&ta, NULL, sleeper_main, &a), 0);
     cr_assert_eq(pthread_create(&tb, NULL, sleeper_main, &b), 0);
@@ -466,10 +468,11 @@ Test(dump, exact_when_quiescent)
     snprintf(head, sizeof(head), "dq_dump queue=%p name=ui clock=manual now=%lld\n",
              (void *)q, (long long)START);
     cr_assert_eq(strncmp(text, head, strlen(head)), 0, "%s", text);
-    cr_assert_not_null(
-        strstr(text, "consumer state=none until=never held=0 quit=no\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "counts pending=7 barriers=1 idle_handlers=1 fds=0\n"),
+    cr_assert_not_null(strstr(text, "consumer state=none until=never held=0 quit=no\n"),
                        "%s", text);
+    cr_assert_not_null(
+        strstr(text, "counts pending=7 barriers=1 idle_handlers=1 fds=0\n"), "%s",
+        text);
     char *kinds = lines_with(text, "msg");
     char expected[2048];
     char cb[32], tgt[32];
@@ -483,9 +486,9 @@ Test(dump, exact_when_quiescent)
         const char *repeat;
         int64_t period;
     } want[] = {
-        { 14, "front", 0, "no", 0 }, { 13, "front", 0, "no", 0 },
-        { 11, "+1000000", 0, "no", 0 }, { 12, "+1000000", 0, "no", 0 },
-        { 10, "+2000000", 0, "no", 0 }, { 15, "+3000000", 1, "no", 0 },
+        { 14, "front", 0, "no", 0 },       { 13, "front", 0, "no", 0 },
+        { 11, "+1000000", 0, "no", 0 },    { 12, "+1000000", 0, "no", 0 },
+        { 10, "+2000000", 0, "no", 0 },    { 15, "+3000000", 1, "no", 0 },
         { 16, "+4000000", 0, "delay", 7 },
     };
     size_t n = 0;
@@ -550,18 +553,20 @@ Test(dump, consumer_state_and_fds)
         sleep_ms(1);
     }
     char fd_line[128];
-    snprintf(fd_line, sizeof(fd_line), "fd fd=%d events=in,err listener=%p ctx=%p\n", p[0],
-             (void *)(uintptr_t)never_called, (void *)&target);
+    snprintf(fd_line, sizeof(fd_line), "fd fd=%d events=in,err listener=%p ctx=%p\n",
+             p[0], (void *)(uintptr_t)never_called, (void *)&target);
     cr_assert_not_null(strstr(text, fd_line), "%s", text);
-    cr_assert_not_null(strstr(text, "counts pending=1 barriers=0 idle_handlers=0 fds=1\n"),
-                       "%s", text);
+    cr_assert_not_null(
+        strstr(text, "counts pending=1 barriers=0 idle_handlers=0 fds=1\n"), "%s",
+        text);
     free(text);
     cr_assert_eq(dq_clock_advance(clk, 5 * SEC), 0);
     await_done(&s);
     pthread_join(t, NULL);
     text = dump_text(q);
-    cr_assert_not_null(strstr(text, "consumer state=running until=never held=0 quit=no\n"),
-                       "%s", text);
+    cr_assert_not_null(
+        strstr(text, "consumer state=running until=never held=0 quit=no\n"), "%s",
+        text);
     free(text);
     dq_quit(q);
     text = dump_text(q);
@@ -633,7 +638,8 @@ static void *race_dumper(void *p)
         size_t pending = 0, barriers = 0;
         const char *c = strstr(text, "counts pending=");
         cr_assert_not_null(c);
-        cr_assert_eq(sscanf(c, "counts pending=%zu barriers=%zu", &pending, &barriers), 2);
+        cr_assert_eq(sscanf(c, "counts pending=%zu barriers=%zu", &pending, &barriers),
+                     2);
         cr_assert_eq(count_lines(text, "msg "), pending);
         cr_assert_eq(count_lines(text, "barrier "), barriers);
         free(text);
@@ -716,7 +722,8 @@ Test(control, peek_when_and_a_barrier)
     dq_msg m = msg(2);
     m.flags = DQ_ASYNC;
     cr_assert_eq(dq_post_delayed(q, &m, 9 * MS, NULL), 0);
-    cr_assert_eq(dq_peek_when(q), START + 9 * MS, "behind a barrier: the async message");
+    cr_assert_eq(dq_peek_when(q), START + 9 * MS,
+                 "behind a barrier: the async message");
     cr_assert(!dq_is_blocked_on_barrier(q), "the sync message is not due");
     cr_assert_eq(dq_clock_advance(clk, 3 * MS), 0);
     cr_assert(dq_is_blocked_on_barrier(q));
@@ -751,7 +758,8 @@ Test(control, run_until_idle_runs_what_was_due_at_its_start)
     dq_msg m = msg(5);
     m.callback = repost_now;
     cr_assert_eq(dq_post(q, &m, NULL), 0);
-    cr_assert_eq(dq_run_until_idle(q), 1, "its repost, due now, waits for the next call");
+    cr_assert_eq(dq_run_until_idle(q), 1,
+                 "its repost, due now, waits for the next call");
     cr_assert_eq(dq_run_until_idle(q), 1);
     dq_token rep;
     m = msg(6);

@@ -25,7 +25,8 @@
 
 #define MS INT64_C(1000000)
 
-static int dispatch_lines, finish_lines, slow_dispatch_what = -1, slow_delivery_what = -1;
+static int dispatch_lines, finish_lines, slow_dispatch_what = -1,
+                                         slow_delivery_what = -1;
 
 static void log_start(const dq_msg *m, int64_t start, void *ctx)
 {

@@ -12,9 +12,9 @@
 
 #include <deliqueue/deliqueue.h>
 
-#define DEBOUNCE_NS     (INT64_C(300) * 1000000)         /* 300 ms */
-#define CHECK_NS        (INT64_C(5) * 1000000000)        /* 5 s */
-#define SESSION_IDLE_NS (INT64_C(30) * 60 * 1000000000)  /* 30 min */
+#define DEBOUNCE_NS     (INT64_C(300) * 1000000)        /* 300 ms */
+#define CHECK_NS        (INT64_C(5) * 1000000000)       /* 5 s */
+#define SESSION_IDLE_NS (INT64_C(30) * 60 * 1000000000) /* 30 min */
 
 typedef struct search_box {
     dq_queue *q;

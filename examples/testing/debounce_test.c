@@ -16,12 +16,12 @@
 #define MIN (INT64_C(60) * 1000 * MS)
 
 static int failures;
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
+#define EXPECT(cond)                                                            \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
             fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                     \
-        }                                                                   \
+            failures++;                                                         \
+        }                                                                       \
     } while (0)
 
 int main(void)

@@ -99,8 +99,9 @@ extern "C" {
 #endif
 
 typedef struct dq_queue dq_queue; /* opaque, reference counted */
-typedef struct dq_clock dq_clock; /* a manual clock for tests (dq_clock_create_manual) */
 typedef uint64_t dq_token;        /* 0 = none; never reused (process-wide) */
+/* A manual clock for tests (dq_clock_create_manual). */
+typedef struct dq_clock dq_clock;
 
 #define DQ_ASYNC 1u /* dq_msg.flags: not held by barriers */
 
