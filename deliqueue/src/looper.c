@@ -1043,10 +1043,8 @@ static int64_t looper_run_due(dq_queue *q, dq_core *core, int64_t at)
         dq_node *n = looper_pick(core, at, &deadline, &held, &held_due);
         if (!fd_ran && dq_looper_fd_on(q) &&
             dq_looper_fd_step(q, now, n != NULL, n != NULL ? dq_node_due(n) : 0) > 0) {
-            fd_ran = true;
-            goto again; /* listeners may post or remove */
-        }
-        if (n == NULL) {
+            fd_ran = true; /* listeners may post or remove: gather again */
+        } else if (n == NULL) {
             if (mode == DQ_QUIT_SAFELY &&
                 looper_pick(core, now, &deadline, &held, &held_due) == NULL) {
                 /* the drain's end, as in looper_steps */
@@ -1055,20 +1053,21 @@ static int64_t looper_run_due(dq_queue *q, dq_core *core, int64_t at)
                 return ran > 0 ? ran : -ESHUTDOWN;
             }
             return ran;
+        } else {
+            const dq_key *k = dq_heap_peek_key(heap_of(core, n));
+            if (k->seq >= timed_from ||
+                (k->when == DQ_KEY_FRONT && k->seq <= front_from))
+                return ran;
+            dq_msg m;
+            if (looper_take(q, core, n, &m)) {
+                looper_dispatch(q, &m);
+                ran++;
+                /* the dispatch returned: a repeating post's delivery ends */
+                err = looper_rearm(q, core);
+                if (err)
+                    return ran;
+            }
         }
-        const dq_key *k = dq_heap_peek_key(heap_of(core, n));
-        if (k->seq >= timed_from || (k->when == DQ_KEY_FRONT && k->seq <= front_from))
-            return ran;
-        dq_msg m;
-        if (looper_take(q, core, n, &m)) {
-            looper_dispatch(q, &m);
-            ran++;
-            /* the dispatch returned: a repeating post's delivery ends */
-            err = looper_rearm(q, core);
-            if (err)
-                return ran > 0 ? ran : err;
-        }
-    again:
         err = looper_gather(q, core, &now, &mode);
         if (err)
             return ran > 0 ? ran : err;
