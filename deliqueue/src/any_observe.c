@@ -200,23 +200,20 @@ static void dump_consumer(dq_queue *q, FILE *out, int64_t now)
                                      : "no");
 }
 
-int dq_dump(dq_queue *q, FILE *out)
-{
-    if (q == NULL || out == NULL)
-        return -EINVAL;
+/* What dq_dump prints, copied first. */
+typedef struct dump_snapshot {
     dump_item *items;
-    size_t count, idle_count, fd_count = 0;
-    dq_idle_handler *idle = NULL;
-    int err = dump_collect(q, &items, &count);
-    if (err == 0)
-        err = dump_idle(q, &idle, &idle_count);
+    size_t count;
+    dq_idle_handler *idle;
+    size_t idle_count;
 #ifdef DQ_FD_SUPPORTED
-    dq_fd_entry *fds = NULL;
-    if (err == 0)
-        err = dump_fds(q, &fds, &fd_count);
+    dq_fd_entry *fds;
 #endif
-    if (err != 0)
-        goto out;
+    size_t fd_count;
+} dump_snapshot;
+
+static int dump_print(dq_queue *q, FILE *out, const dump_snapshot *snap)
+{
     int64_t now = dq_queue_time(q);
     /* acquire: pairs with dq_set_name's exchange, so the text is whole;
        the names stay until the handle is freed (trace.h) */
@@ -226,12 +223,12 @@ int dq_dump(dq_queue *q, FILE *out)
             q->opts.clock != NULL ? "manual" : "monotonic", now);
     dump_consumer(q, out, now);
     size_t barriers = 0;
-    for (size_t i = 0; i < count; i++)
-        barriers += items[i].barrier;
+    for (size_t i = 0; i < snap->count; i++)
+        barriers += snap->items[i].barrier;
     fprintf(out, "counts pending=%zu barriers=%zu idle_handlers=%zu fds=%zu\n",
-            count - barriers, barriers, idle_count, fd_count);
-    for (size_t i = 0; i < count; i++) {
-        const dump_item *it = &items[i];
+            snap->count - barriers, barriers, snap->idle_count, snap->fd_count);
+    for (size_t i = 0; i < snap->count; i++) {
+        const dump_item *it = &snap->items[i];
         if (it->barrier) {
             fprintf(out, "barrier");
             dump_due(out, "due", it->due, now);
@@ -253,25 +250,41 @@ int dq_dump(dq_queue *q, FILE *out)
                                                     : "rate",
                 it->period, it->token);
     }
-    for (size_t i = 0; i < idle_count; i++)
-        fprintf(out, "idle fn=%p ctx=%p\n", (void *)(uintptr_t)idle[i].fn, idle[i].ctx);
+    for (size_t i = 0; i < snap->idle_count; i++)
+        fprintf(out, "idle fn=%p ctx=%p\n", (void *)(uintptr_t)snap->idle[i].fn,
+                snap->idle[i].ctx);
 #ifdef DQ_FD_SUPPORTED
-    for (size_t i = 0; i < fd_count; i++) {
-        uint32_t ev = fds[i].events;
-        fprintf(out, "fd fd=%d events=%s%s%s listener=%p ctx=%p\n", fds[i].fd,
+    for (size_t i = 0; i < snap->fd_count; i++) {
+        uint32_t ev = snap->fds[i].events;
+        fprintf(out, "fd fd=%d events=%s%s%s listener=%p ctx=%p\n", snap->fds[i].fd,
                 (ev & DQ_EVENT_INPUT) ? "in," : "",
                 (ev & DQ_EVENT_OUTPUT) ? "out," : "", "err",
-                (void *)(uintptr_t)fds[i].fn, fds[i].ctx);
+                (void *)(uintptr_t)snap->fds[i].fn, snap->fds[i].ctx);
     }
 #endif
     fprintf(out, "end\n");
-    if (fflush(out) != 0 || ferror(out))
-        err = -EIO;
-out:
+    return fflush(out) != 0 || ferror(out) ? -EIO : 0;
+}
+
+int dq_dump(dq_queue *q, FILE *out)
+{
+    if (q == NULL || out == NULL)
+        return -EINVAL;
+    dump_snapshot snap;
+    memset(&snap, 0, sizeof(snap));
+    int err = dump_collect(q, &snap.items, &snap.count);
+    if (err == 0)
+        err = dump_idle(q, &snap.idle, &snap.idle_count);
 #ifdef DQ_FD_SUPPORTED
-    free(fds);
+    if (err == 0)
+        err = dump_fds(q, &snap.fds, &snap.fd_count);
 #endif
-    free(idle);
-    free(items);
+    if (err == 0)
+        err = dump_print(q, out, &snap);
+#ifdef DQ_FD_SUPPORTED
+    free(snap.fds);
+#endif
+    free(snap.idle);
+    free(snap.items);
     return err;
 }
