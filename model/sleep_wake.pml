@@ -43,7 +43,8 @@
  *   - time: a small clock; a timed wait may always time out (then the
  *     clock jumps to the deadline); an untimed one ends only on an event
  *     change.  A wake that a producer skips because due >= deadline is
- *     covered by that time-out;
+ *     covered by that time-out.  On a manual clock no wait times out and
+ *     dq_clock_advance wakes instead: manual_clock.pml;
  *   - the idle spin of looper_sleep only returns early, as a spurious
  *     wake-up does: it adds no behaviour and is left out;
  *   - the teardown claims each pending node by CAS: the user count that

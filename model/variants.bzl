@@ -15,6 +15,15 @@ VARIANTS = [
     ("sleep_wake_weak_sleep_store_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_SLEEP_STORE"]),
     ("sleep_wake_weak_removal_push_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_REMOVAL_PUSH"]),
     ("sleep_wake_weak_quit_tag_test", "sleep_wake", "catch", [], ["-DTSO", "-DWEAK_QUIT_TAG"]),
+    # manual_clock.pml: the sleep on a manual clock, dq_clock_advance's wakes
+    ("manual_clock_test", "manual_clock", "pass", [], []),
+    ("manual_clock_live_test", "manual_clock", "pass", ["--ltl", "live"], []),
+    ("manual_clock_tso_test", "manual_clock", "pass", [], ["-DTSO"]),
+    ("manual_clock_no_clock_recheck_test", "manual_clock", "catch", [], ["-DMUTANT_NO_CLOCK_RECHECK"]),
+    ("manual_clock_no_clock_recheck_live_test", "manual_clock", "catch", ["--ltl", "live"], ["-DMUTANT_NO_CLOCK_RECHECK"]),
+    ("manual_clock_advance_before_store_test", "manual_clock", "catch", [], ["-DMUTANT_ADVANCE_BEFORE_STORE"]),
+    ("manual_clock_weak_clock_store_test", "manual_clock", "catch", [], ["-DTSO", "-DWEAK_CLOCK_STORE"]),
+    ("manual_clock_weak_sleep_store_test", "manual_clock", "catch", [], ["-DTSO", "-DWEAK_SLEEP_STORE"]),
     # loop_wake.pml: dq_wake against wakeable waits (dq_loop_once, dq_next_until)
     ("loop_wake_test", "loop_wake", "pass", [], []),
     ("loop_wake_live_test", "loop_wake", "pass", ["--ltl", "live"], []),
