@@ -1108,9 +1108,9 @@ static int64_t looper_fast_forward(dq_queue *q, dq_core *core, int64_t ns)
         if (looper_gather(q, core, &now, &mode) != 0)
             return ran;
         dq_node *n = looper_peek(core);
-        int64_t due = n != NULL ? dq_node_due(n) : INT64_MAX;
-        if (due > end)
+        if (n == NULL || dq_node_due(n) > end)
             break;
+        int64_t due = dq_node_due(n);
         if (due > now)
             dq_clock_wake_due(c, dq_clock_raise(c, due));
         else if (r == 0)
