@@ -55,6 +55,7 @@ PUBLIC_SYMBOLS = [
     "dq_trace_enabled",
     "dq_try_next",
     "dq_unref",
+    "dq_version",
     "dq_wake",
 ]
 

@@ -94,6 +94,20 @@
 #include <stdint.h>
 #include <stdio.h> /* dq_dump's FILE */
 
+/* This header's version, MODULE.bazel's (//:version_test checks it).
+   DQ_VERSION is MAJOR << 16 | MINOR << 8 | PATCH, for #if; dq_version() is
+   the library's, "MAJOR.MINOR.PATCH" (any thread, cannot fail). */
+#define DQ_VERSION_MAJOR 0
+#define DQ_VERSION_MINOR 1
+#define DQ_VERSION_PATCH 0
+#define DQ_VERSION \
+    ((DQ_VERSION_MAJOR << 16) | (DQ_VERSION_MINOR << 8) | DQ_VERSION_PATCH)
+#ifdef __cplusplus
+extern "C" const char *dq_version(void);
+#else
+const char *dq_version(void);
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
