@@ -21,13 +21,38 @@
 #   5. vm.mmap_rnd_bits <= 28, which clang-14's TSan runtime needs.
 #
 # Usage: tools/bootstrap.sh [--quiet]
+#   --quiet      print errors only
+#   -h, --help   print this help and exit; installs nothing
+#
+# Exit status: 0 the machine is ready; 1 a step failed (its message says
+# which); 2 bad usage.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The help is this header (from its second line), the usage its part from
+# "Usage:" on.
+header() { sed -n "${1:-2},/^set -euo/{/^#/s/^# \{0,1\}//p}" "${BASH_SOURCE[0]}"; }
 QUIET=0
-[[ "${1:-}" == "--quiet" ]] && QUIET=1
+for arg in "$@"; do
+  case $arg in
+    --quiet) QUIET=1 ;;
+    -h | --help)
+      header
+      exit 0
+      ;;
+    *)
+      echo "bootstrap: error: unknown argument '$arg'" >&2
+      header '/^# Usage:/' >&2
+      exit 2
+      ;;
+  esac
+done
 say() { [[ $QUIET == 1 ]] || echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
+# Any other failing command fails the bootstrap with 1 too, never with its
+# own status (apt-get's 100, say), so that 2 means bad usage only.
+on_error() { die "line $2: a command failed (exit $1)"; }
+trap 'on_error $? $LINENO' ERR
 
 SUDO=""
 if [[ $(id -u) != 0 ]]; then

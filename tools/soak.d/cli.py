@@ -1,8 +1,7 @@
 """tools/soak: run the stress binary on many targets, write a report.
 
-See `tools/soak --help` and docs/farm.md, "Soak runs".
-Exit status: 0 every run completed and passed; 1 some run FAILED or was
-LOST; 2 bad usage; 3 nothing could be run (setup error)."""
+See `tools/soak --help` and docs/farm.md, "Soak runs"; EXIT_STATUS below
+is the exit status."""
 
 import argparse
 import datetime
@@ -30,6 +29,15 @@ OWNED_FLAGS = ("--duration", "--seed", "--json")
 DEFAULT_STRESS = [("--producers", "2"), ("--removers", "1"), ("--cancellers", "1"),
                   ("--barriers", "1")]
 ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+# What qemu-aarch64 loads first for a dynamically linked arm64 binary: the
+# loader its PT_INTERP names, under the sysroot (qemu -L).  A sysroot
+# without it was never unpacked, and every QEMU run would be LOST.
+SYSROOT_LOADER = os.path.join("lib", "ld-linux-aarch64.so.1")
+PT_INTERP = 3
+EXIT_STATUS = """Exit status: 0 every run passed; 1 a run FAILED or was LOST; 2 bad usage,
+nothing was run; 3 setup error, nothing was run: tools/bootstrap.sh failed,
+the arm64 sysroot that the QEMU targets need is missing, or no run could be
+set up."""
 
 
 class UsageError(Exception):
@@ -41,8 +49,7 @@ def parse_args(argv):
         prog="tools/soak", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Soak-test the deliqueue stress binary on many targets in parallel "
                     "and write report.md / report.html.",
-        epilog=targets_mod.__doc__ + "\nExit: 0 all passed, 1 a run failed or was lost, "
-                                     "2 usage, 3 setup error.")
+        epilog=targets_mod.__doc__ + "\n" + EXIT_STATUS)
     p.add_argument("--targets", default=targets_mod.DEFAULT_TARGETS,
                    help="comma-separated target specs (default: %(default)s)")
     p.add_argument("--duration", type=float, default=20.0,
@@ -159,6 +166,54 @@ def elf_machine(path):
         return None
     return ELF_MACHINES.get(int.from_bytes(head[18:20], "little" if head[5] == 1 else "big"),
                             "elf-machine-%d" % int.from_bytes(head[18:20], "little"))
+
+
+def elf_interpreted(path):
+    """True when the ELF file at path names a program interpreter (a
+    PT_INTERP program header), i.e. is dynamically linked."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or len(head) < 64 or head[4] not in (1, 2):
+                return False
+            order = "little" if head[5] == 1 else "big"
+
+            def field(offset, size):
+                return int.from_bytes(head[offset:offset + size], order)
+            if head[4] == 2:  # ELFCLASS64
+                phoff, phentsize, phnum = field(32, 8), field(54, 2), field(56, 2)
+            else:
+                phoff, phentsize, phnum = field(28, 4), field(42, 2), field(44, 2)
+            if phentsize < 4:
+                return False
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return False
+    return any(int.from_bytes(table[i:i + 4], order) == PT_INTERP
+               for i in range(0, len(table) - 3, phentsize))
+
+
+def sysroot_problem(tlist, a, overrides):
+    """Why the QEMU targets cannot run: the arm64 sysroot they load their
+    libraries from lacks its loader.  None when it has it, or when no QEMU
+    target needs it (a --binary that is statically linked, or none at all
+    under --no-build, which is reported on its own)."""
+    needing = []
+    for t in tlist:
+        if t.kind != "qemu":
+            continue
+        given = overrides.get(t.config)
+        if given is None and a.no_build:
+            continue
+        if given is not None and not elf_interpreted(given):
+            continue
+        needing.append(t.spec())
+    if not needing or os.path.exists(os.path.join(a.sysroot, SYSROOT_LOADER)):
+        return None
+    return ("the arm64 sysroot %s has no %s, which %s need%s under qemu: run "
+            "tools/bootstrap.sh (it unpacks the sysroot), or give --sysroot DIR" %
+            (a.sysroot, SYSROOT_LOADER, ", ".join(needing), "s" if len(needing) == 1 else ""))
 
 
 # ----------------------------------------------------------------------
@@ -355,6 +410,14 @@ def main(argv=None):
         if not os.path.isfile(path):
             print("tools/soak: --binary %s=%s: no such file" % (cfg, path), file=sys.stderr)
             return 2
+    bootstrap = os.path.join(REPO, "tools", "bootstrap.sh")
+    run_bootstrap = not a.no_build and not a.no_bootstrap and os.path.exists(bootstrap)
+    # Before anything is built: without the bootstrap to unpack it, a missing
+    # sysroot would only show as every QEMU run LOST.
+    problem = None if run_bootstrap else sysroot_problem(tlist, a, overrides)
+    if problem:
+        print("tools/soak: %s" % problem, file=sys.stderr)
+        return 3
     out_dir = os.path.abspath(a.out or default_out())
     os.makedirs(out_dir, exist_ok=True)
     opts = Options(a, out_dir)
@@ -364,12 +427,15 @@ def main(argv=None):
     limit = int(a.duration + grace + 0.999)
 
     log("out dir %s" % out_dir)
-    bootstrap = os.path.join(REPO, "tools", "bootstrap.sh")
-    if not a.no_build and not a.no_bootstrap and os.path.exists(bootstrap):
+    if run_bootstrap:
         # installs whatever is missing (packages, arm64 sysroot, binfmt); seconds when done
         rc = subprocess.call([bootstrap, "--quiet"])
         if rc != 0:
             log("tools/bootstrap.sh failed (exit %d); --no-bootstrap to skip it" % rc)
+            return 3
+        problem = sysroot_problem(tlist, a, overrides)  # a --sysroot of one's own
+        if problem:
+            log(problem)
             return 3
     if not cpus_checked:  # QEMU may be there now that the bootstrap ran
         try:

@@ -9,7 +9,7 @@
     qemu:arm64-dispatch          run-time dispatched build on cortex-a53 and on max
     qemu:CONFIG@CPU              one config on one CPU model
     ssh:[USER@]HOST[:PORT][/CONFIG]   a remote host; CONFIG defaults from its `uname -m`
-    adb[:SERIAL][/CONFIG]        an Android device (untested transport)
+    adb[:SERIAL][/CONFIG]        an Android device, through adb (--adb)
 """
 
 import re
