@@ -8,8 +8,8 @@
  * removal, a second-consumer probe) and the consumer (dq_try_next,
  * dq_next_until with a deadline already reached).  The main thread is the
  * turnstile: each schedule byte releases one worker for one step, or two
- * at once (then the two steps really race), and can advance the manual
- * clock.  At the end it quits (dq_quit, dq_quit_safely, or only the last
+ * at once (then the two steps really race), and can advance the queue's
+ * manual clock.  At the end it quits (dq_quit, dq_quit_safely, or only the last
  * dq_unref) while the consumer drains.
  *
  * Checked: exactly once (every accepted message delivered or discarded once,
@@ -33,7 +33,6 @@
 
 #include <deliqueue/deliqueue.h>
 #include <deliqueue_internal/msg.h>
-#include <deliqueue/testing.h>
 
 #include "fuzz/watchdog.h"
 
@@ -79,6 +78,7 @@ static bar bars[MAX_BARS];
 static _Atomic int n_bars;
 
 static dq_queue *q;
+static dq_clock *clk; /* q's clock, a fresh one for each input: runs replay exactly */
 static int64_t last_when[2];  /* producer only */
 static int last_delivered[2]; /* consumer only: last timed id per class */
 
@@ -170,7 +170,7 @@ static void producer_step(const uint8_t *p)
             break;
         }
     int cls = async ? 1 : 0;
-    int64_t now = dq_now();
+    int64_t now = dq_clock_now(clk);
     dq_token t = 0;
     int err;
     if (kind == 6) {
@@ -289,9 +289,9 @@ static void check_delivery(const dq_msg *m)
     if (old != 0)
         FAIL("id %d delivered after it was %s", id,
              old == 1 ? "delivered" : "discarded");
-    if (m->when > dq_now())
+    if (m->when > dq_clock_now(clk))
         FAIL("id %d delivered early (when %lld, now %lld)", id, (long long)m->when,
-             (long long)dq_now());
+             (long long)dq_clock_now(clk));
     if (m->when != r->when)
         FAIL("id %d delivered with when %lld, posted %lld", id, (long long)m->when,
              (long long)r->when);
@@ -322,7 +322,8 @@ static void consumer_step(const uint8_t *p)
         }
         FAIL("the consumer never got -ESHUTDOWN after the quit");
     }
-    int err = (p[0] & 3) == 3 ? dq_next_until(q, &out, dq_now()) : dq_try_next(q, &out);
+    int err = (p[0] & 3) == 3 ? dq_next_until(q, &out, dq_clock_now(clk))
+                              : dq_try_next(q, &out);
     if (err == 0)
         check_delivery(&out);
     else if (err != -EAGAIN && err != -ETIMEDOUT && err != -ESHUTDOWN)
@@ -382,8 +383,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     atomic_store(&n_bars, 0);
     last_when[0] = last_when[1] = 0;
     last_delivered[0] = last_delivered[1] = -1;
-    dq_test_clock_set(CLOCK_BASE);
-    dq_options o = { .on_discard = on_discard };
+    clk = dq_clock_create_manual(CLOCK_BASE);
+    if (clk == NULL)
+        abort();
+    dq_options o = { .on_discard = on_discard, .clock = clk };
     q = dq_create(&o);
     if (q == NULL)
         abort();
@@ -410,7 +413,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 5: mask = (1u << W_PRODUCER) | (1u << W_CONSUMER); break; /* race */
         case 6: mask = (1u << W_REMOVER) | (1u << W_CONSUMER); break;  /* race */
         default:
-            dq_test_clock_advance((b >> 3) % 4 == 0 ? 1000 : (b >> 3) % 4);
+            if (dq_clock_advance(clk, (b >> 3) % 4 == 0 ? 1000 : (b >> 3) % 4) != 0)
+                abort();
             continue;
         }
         for (int w = 0; w < N_WORKERS; w++)
@@ -422,7 +426,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the end: quit in one of three ways while the consumer drains */
     uint8_t how = BYTE() % 3;
-    int64_t quit_at = dq_now();
+    int64_t quit_at = dq_clock_now(clk);
     bool any_bar_up = false;
     for (int b = 0; b < atomic_load(&n_bars); b++)
         any_bar_up |= atomic_load(&bars[b].up);
@@ -459,7 +463,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FAIL("quit_safely dropped id %d, due at %lld before the quit at %lld", id,
                  (long long)r->when, (long long)quit_at);
     }
+    dq_clock_destroy(clk);
+    clk = NULL;
     fuzz_watchdog_end();
-    dq_test_clock_real();
     return 0;
 }

@@ -6,7 +6,7 @@
  * at a time including 0, the past and INT64_MAX / at front, cancel with
  * live, stale, barrier and 0 tokens, remove and has with every match-field
  * combination, barrier post/remove, idle handler add/remove, advancing the
- * manual clock, dq_try_next, dq_is_idle, dq_pending, quit, quit_safely),
+ * queues' manual clock, dq_try_next, dq_is_idle, dq_pending, quit, quit_safely),
  * run on deliqueue (the testing build) and on the legacy queue, which is the
  * reference model.  Every return value, every delivered message, every
  * idle-handler call and every discard report must agree; every accepted
@@ -33,7 +33,6 @@
 #include <deliqueue/deliqueue.h>
 #include "bench/baselines/legacy.h"
 #include <deliqueue_internal/msg.h>
-#include <deliqueue/testing.h>
 
 #include "fuzz/watchdog.h"
 
@@ -79,6 +78,8 @@ static int ilog_len[2];
 
 static dq_queue *qa;
 static dq_legacy *qb;
+/* both queues' clock, a fresh one for each input: runs replay exactly */
+static dq_clock *clk;
 static bool quitting; /* any quit: posts refused */
 static bool quit_now; /* dq_quit: discards are reported at different times */
 
@@ -201,7 +202,7 @@ static int64_t pick_delay(void)
 
 static int64_t pick_when(void)
 {
-    int64_t now = dq_now();
+    int64_t now = dq_clock_now(clk);
     uint8_t b = byte();
     switch (b % 8) {
     case 0: return 0;         /* front */
@@ -417,7 +418,8 @@ static void do_advance(void)
     static const int64_t steps[] = { 0,   1,    2,       5,          10,
                                      100, 1000, 1000000, 1000000000, INT64_MAX };
     uint8_t b = byte();
-    dq_test_clock_advance(b < 200 ? steps[b % 10] : (int64_t)(b - 199) * 3);
+    if (dq_clock_advance(clk, b < 200 ? steps[b % 10] : (int64_t)(b - 199) * 3) != 0)
+        FAIL("dq_clock_advance failed");
 }
 
 static void do_next(void)
@@ -445,9 +447,9 @@ static void do_next(void)
         oa.flags != ob.flags)
         FAIL("try_next: id %d delivered with different fields (when %lld vs %lld)", id,
              (long long)oa.when, (long long)ob.when);
-    if (oa.when > dq_now())
+    if (oa.when > dq_clock_now(clk))
         FAIL("id %d delivered early: when %lld > now %lld", id, (long long)oa.when,
-             (long long)dq_now());
+             (long long)dq_clock_now(clk));
     for (int qi = 0; qi < 2; qi++) {
         if (fate[qi][id] != 0)
             FAIL("%s delivered id %d after it was %s", qi ? "legacy" : "deliqueue", id,
@@ -471,10 +473,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(accepted, 0, sizeof accepted);
     memset(bar_tok, 0, sizeof bar_tok);
     memset(bar_removed, 0, sizeof bar_removed);
-    dq_test_clock_set(CLOCK_BASE);
+    clk = dq_clock_create_manual(CLOCK_BASE);
+    if (clk == NULL)
+        abort();
 
-    dq_options oa = { .on_discard = on_discard, .ctx = (void *)(intptr_t)QA };
-    dq_options ob = { .on_discard = on_discard, .ctx = (void *)(intptr_t)QB };
+    dq_options oa = { .on_discard = on_discard,
+                      .ctx = (void *)(intptr_t)QA,
+                      .clock = clk };
+    dq_options ob = { .on_discard = on_discard,
+                      .ctx = (void *)(intptr_t)QB,
+                      .clock = clk };
     qa = dq_create(&oa);
     qb = dq_legacy_create(&ob);
     if (qa == NULL || qb == NULL)
@@ -543,7 +551,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FAIL("%s: refused id %d was reported", qi ? "legacy" : "deliqueue", id);
         }
     }
+    dq_clock_destroy(clk); /* after qb, which takes no hold on it */
+    clk = NULL;
     fuzz_watchdog_end();
-    dq_test_clock_real();
     return 0;
 }

@@ -1,7 +1,7 @@
 """deliqueue_library: one build of the library, the way every variant is built.
 
 The release library and the test builds differ only in a few defines (the
-manual clock, the portable wait, a small pool); everything else (sources,
+test hooks, the portable wait, a small pool); everything else (sources,
 warnings, the optimized build's frame pointer, the arm64 dispatch) is the
 same, so it is said once, here.
 """

@@ -50,6 +50,17 @@ struct dq_legacy {
     size_t idle_len, idle_cap;
 };
 
+/* On a manual clock the consumer's condvar wait lasts at most this much
+   real time before it reads the clock again: an advance moves the clock
+   without signalling the condvar. */
+#define LEGACY_MANUAL_POLL_NS 1000000
+
+/* The queue's time: its manual clock's, or CLOCK_MONOTONIC (NULL). */
+static int64_t legacy_now(const dq_legacy *q)
+{
+    return dq_clock_now(q->opts.clock);
+}
+
 /* Tokens never repeat process-wide; the low bit marks a barrier so that a
    barrier token is recognised even after the barrier is gone.  Relaxed:
    only uniqueness matters, the list itself is published by the mutex. */
@@ -195,7 +206,7 @@ static int legacy_enqueue(dq_legacy *q, const dq_msg *m, int64_t when, bool barr
         return -ESHUTDOWN;
     }
     if (barrier)
-        when = dq_now(); /* like postSyncBarrier: at now */
+        when = legacy_now(q); /* like postSyncBarrier: at now */
     n->when = when;
     n->msg.when = when;
     n->tok = legacy_new_token(barrier);
@@ -221,14 +232,14 @@ int dq_legacy_post(dq_legacy *q, const dq_msg *m, dq_token *tok)
 {
     if (q == NULL || dq_msg_check(m) != 0)
         return -EINVAL;
-    return legacy_enqueue(q, m, dq_now(), false, tok);
+    return legacy_enqueue(q, m, legacy_now(q), false, tok);
 }
 
 int dq_legacy_post_delayed(dq_legacy *q, const dq_msg *m, int64_t delay, dq_token *tok)
 {
     if (q == NULL || dq_msg_check(m) != 0)
         return -EINVAL;
-    return legacy_enqueue(q, m, dq_when_after(dq_now(), delay), false, tok);
+    return legacy_enqueue(q, m, dq_when_after(legacy_now(q), delay), false, tok);
 }
 
 int dq_legacy_post_at_front(dq_legacy *q, const dq_msg *m, dq_token *tok)
@@ -459,7 +470,7 @@ static int consumer_take(dq_legacy *q, dq_msg *out, int64_t *due_out,
                          legacy_node **leftover)
 {
     legacy_node *prev, *n = consumer_candidate(q, &prev);
-    if (n != NULL && n->when <= dq_now()) {
+    if (n != NULL && n->when <= legacy_now(q)) {
         legacy_unlink(q, prev, n);
         *out = n->msg;
         out->when = n->when;
@@ -524,7 +535,7 @@ int dq_legacy_next_until(dq_legacy *q, dq_msg *out, int64_t deadline)
             if (rc != -EAGAIN)
                 break;
         }
-        int64_t now = dq_now();
+        int64_t now = legacy_now(q);
         if (now >= deadline) {
             rc = -ETIMEDOUT;
             break;
@@ -532,12 +543,11 @@ int dq_legacy_next_until(dq_legacy *q, dq_msg *out, int64_t deadline)
         rc = 0;
         int64_t wake = due < deadline ? due : deadline;
         int64_t wait = wake - now;
-        /* A manual test clock (dq_now() away from CLOCK_MONOTONIC) may be
-           advanced from another thread: re-check it every millisecond. */
+        /* the wait is in real time; a manual clock's time is not, and
+           another thread may advance it at any moment */
+        if (q->opts.clock != NULL && wait > LEGACY_MANUAL_POLL_NS)
+            wait = LEGACY_MANUAL_POLL_NS;
         int64_t real = legacy_real_now();
-        int64_t skew = now - real;
-        if ((skew > 1000000 || skew < -1000000) && wait > 1000000)
-            wait = 1000000;
         struct timespec ts;
         if (wait <= 0) {
             continue;
@@ -588,7 +598,7 @@ void dq_legacy_quit_safely(dq_legacy *q)
     pthread_mutex_lock(&q->mu);
     if (!q->quitting) {
         q->quitting = true;
-        int64_t now = dq_now();
+        int64_t now = legacy_now(q);
         legacy_node *prev = NULL, *p = q->head;
         while (p != NULL && p->when <= now) { /* sorted: due ones first */
             prev = p;
@@ -607,7 +617,7 @@ bool dq_legacy_is_idle(dq_legacy *q)
         return true;
     pthread_mutex_lock(&q->mu);
     legacy_node *prev, *n = consumer_candidate(q, &prev);
-    bool idle = q->closed || n == NULL || n->when > dq_now();
+    bool idle = q->closed || n == NULL || n->when > legacy_now(q);
     pthread_mutex_unlock(&q->mu);
     return idle;
 }

@@ -44,9 +44,14 @@
  *   - one difference of timing, not of outcome: this queue reports what
  *     dq_legacy_quit drops inside the call, deliqueue on the consumer's
  *     next call (or at the last dq_unref); the set of discards is the same;
- *   - time comes from dq_now(), so the test clock of
- *     //deliqueue:deliqueue_testing drives this queue too.  This library
- *     does not define dq_now(): link it with //deliqueue:deliqueue or
+ *   - time is the clock in dq_legacy_create's options (opts->clock,
+ *     read with dq_clock_now: CLOCK_MONOTONIC for NULL), so a manual
+ *     clock (dq_clock_create_manual) drives this queue as it drives the
+ *     deliqueue queues on it.  On a manual clock a blocked
+ *     dq_legacy_next* re-reads the clock every millisecond of real time:
+ *     dq_clock_advance wakes only deliqueue's consumers.  The queue takes
+ *     no hold on the clock: the clock must outlive it.  This library does
+ *     not define dq_clock_now(): link it with //deliqueue:deliqueue or
  *     //deliqueue:deliqueue_testing.
  *
  * Matching and validation are msg.h's, shared with deliqueue.
@@ -66,7 +71,8 @@ extern "C" {
 
 typedef struct dq_legacy dq_legacy;
 
-/* NULL opts: defaults.  NULL with errno = ENOMEM on failure. */
+/* NULL opts: defaults (CLOCK_MONOTONIC).  NULL with errno = ENOMEM on
+   failure. */
 dq_legacy *dq_legacy_create(const dq_options *opts);
 /* Quit (if not yet) reporting every pending message to on_discard, and free.
    NULL: no-op.  Thread: owner, with no call in progress. */

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Criterion tests of the legacy queue: every function and error path,
-   timing driven by the manual test clock (no sleeps). */
+   timing driven by a manual clock (no sleeps). */
 #include "bench/baselines/legacy.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include <deliqueue_internal/msg.h>
-#include <deliqueue/testing.h>
 
 static int target_a, target_b;
 static int discards;
@@ -23,12 +23,14 @@ static void count_discard(const dq_msg *m, void *ctx)
 }
 
 static dq_legacy *q;
+static dq_clock *clk; /* q's clock */
 
 static void setup(void)
 {
     discards = 0;
-    dq_test_clock_set(1000000000);
-    dq_options o = { .on_discard = count_discard };
+    clk = dq_clock_create_manual(1000000000);
+    cr_assert_not_null(clk);
+    dq_options o = { .on_discard = count_discard, .clock = clk };
     q = dq_legacy_create(&o);
     cr_assert_not_null(q);
 }
@@ -36,7 +38,19 @@ static void setup(void)
 static void teardown(void)
 {
     dq_legacy_destroy(q);
-    dq_test_clock_real();
+    dq_clock_destroy(clk); /* after q, which takes no hold on it */
+}
+
+static int64_t clk_now(void)
+{
+    return dq_clock_now(clk);
+}
+
+/* Move q's clock forward by ns; any thread. */
+static void advance(int64_t ns)
+{
+    if (dq_clock_advance(clk, ns) != 0)
+        abort();
 }
 
 TestSuite(legacy, .init = setup, .fini = teardown);
@@ -56,7 +70,7 @@ static int32_t next_arg1(void)
 
 Test(legacy, order_when_then_fifo)
 {
-    int64_t now = dq_now();
+    int64_t now = clk_now();
     dq_msg m = msg(&target_a, 0, 0);
     m.arg1 = 1;
     cr_assert_eq(dq_legacy_post_at(q, &m, now + 30, NULL), 0);
@@ -71,7 +85,7 @@ Test(legacy, order_when_then_fifo)
     cr_assert_eq(dq_legacy_pending(q), 5);
     dq_msg out;
     cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN); /* never early */
-    dq_test_clock_advance(30);
+    advance(30);
     cr_assert_eq(next_arg1(), 2);
     cr_assert_eq(next_arg1(), 3);
     cr_assert_eq(next_arg1(), 4);
@@ -107,7 +121,7 @@ Test(legacy, delay_rules)
     cr_assert_eq(dq_legacy_try_next(q, &out), 0);
     cr_assert_eq(out.arg1, 1);
     cr_assert_eq(dq_legacy_try_next(q, &out), -EAGAIN);
-    dq_test_clock_set(INT64_MAX);
+    advance(INT64_MAX - clk_now());
     cr_assert_eq(dq_legacy_try_next(q, &out), 0);
     cr_assert_eq(out.when, INT64_MAX); /* saturated */
 }
@@ -204,7 +218,7 @@ Test(legacy, barrier_holds_sync_passes_async)
     dq_msg m = msg(&target_a, 0, 1);
     cr_assert_eq(dq_legacy_post(q, &m, NULL), 0); /* before barrier */
     dq_token b;
-    dq_test_clock_advance(1);
+    advance(1);
     cr_assert_eq(dq_legacy_post_sync_barrier(q, &b), 0);
     m.arg1 = 2;
     cr_assert_eq(dq_legacy_post(q, &m, NULL), 0);
@@ -277,7 +291,7 @@ static void *advance_later(void *arg)
     (void)arg;
     struct timespec ts = { 0, 2000000 };
     nanosleep(&ts, NULL);
-    dq_test_clock_advance(50);
+    advance(50);
     return NULL;
 }
 
@@ -303,13 +317,13 @@ Test(legacy, idle_handlers)
     dq_msg out;
     pthread_t t;
     /* the deadline is taken before the clock can move */
-    int64_t deadline = dq_now() + 10;
+    int64_t deadline = clk_now() + 10;
     pthread_create(&t, NULL, advance_later, NULL);
     cr_assert_eq(dq_legacy_next_until(q, &out, deadline), -ETIMEDOUT);
     pthread_join(t, NULL);
     cr_assert_eq(idle_calls, 2);
     cr_assert_eq(dq_legacy_remove_idle_handler(q, idle_once, NULL), -ENOENT);
-    deadline = dq_now() + 10;
+    deadline = clk_now() + 10;
     pthread_create(&t, NULL, advance_later, NULL);
     cr_assert_eq(dq_legacy_next_until(q, &out, deadline), -ETIMEDOUT);
     pthread_join(t, NULL);

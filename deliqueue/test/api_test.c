@@ -130,7 +130,7 @@ Test(api, token_of_another_queue_is_enoent)
 Test(api, delays)
 {
     dq_msg m = msg_what(&target_a, 1);
-    int64_t now = dq_now();
+    int64_t now = test_now();
     cr_assert_eq(dq_post_delayed(q, &m, INT64_MAX, NULL), 0); /* saturates */
     m.what = 2;
     cr_assert_eq(dq_post_delayed(q, &m, -5, NULL), 0); /* = now */
@@ -141,13 +141,13 @@ Test(api, delays)
     cr_assert_eq(out.what, 2);
     cr_assert_eq(out.when, now);
     cr_assert_eq(next_what(), NOTHING_DUE);
-    dq_test_clock_advance(100);
+    test_advance(100);
     cr_assert_eq(dq_try_next(q, &out), 0);
     cr_assert_eq(out.what, 3);
     cr_assert_eq(out.when, now + 100);
-    dq_test_clock_set(INT64_MAX - 1);
+    test_advance_to(INT64_MAX - 1);
     cr_assert_eq(next_what(), NOTHING_DUE, "saturated delay is due at INT64_MAX");
-    dq_test_clock_set(INT64_MAX);
+    test_advance_to(INT64_MAX);
     cr_assert_eq(dq_try_next(q, &out), 0);
     cr_assert_eq(out.when, INT64_MAX);
 }
@@ -183,7 +183,7 @@ Test(api, payload_is_copied)
                  .flags = DQ_ASYNC,
                  .when = 12345 /* ignored: dq_post_at's when is the one */ };
     dq_msg want = m;
-    int64_t now = dq_now();
+    int64_t now = test_now();
     cr_assert_eq(dq_post_at(q, &m, now, NULL), 0);
     cr_assert_eq(dq_post_at_front(q, &m, NULL), 0);
     m.what = 99; /* the caller's struct is not the queued one */
@@ -362,7 +362,7 @@ Test(api, racing_first_claims_make_one_consumer)
 
 Test(api, next_until_times_out)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     dq_msg out;
     int64_t start = dq_now();
     cr_assert_eq(dq_next_until(q, &out, start + 20000000), -ETIMEDOUT);
@@ -401,7 +401,7 @@ static void expect_woken_by_a_post(dq_queue *d)
 
 Test(api, blocked_consumer_is_woken_by_a_post)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     expect_woken_by_a_post(q);
 }
 
@@ -424,7 +424,7 @@ Test(api, idle_spin_option_is_checked)
    (far past any spin) reaches a consumer blocked with a 5 s deadline. */
 Test(api, blocked_consumer_is_woken_whatever_the_spin)
 {
-    dq_test_clock_real();
+    /* each queue here is on CLOCK_MONOTONIC (no clock in its options) */
     int64_t spins[] = { -1, 1, DQ_IDLE_SPIN_MAX_NS };
     for (size_t i = 0; i < sizeof(spins) / sizeof(spins[0]); i++) {
         dq_options o = { .idle_spin_ns = spins[i] };
@@ -442,7 +442,7 @@ Test(api, blocked_consumer_is_woken_whatever_the_spin)
 
 Test(api, blocked_consumer_wakes_when_due)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     dq_msg m = msg_what(&target_a, 5);
     int64_t start = dq_now();
     cr_assert_eq(dq_post_delayed(q, &m, 30000000, NULL), 0);
@@ -518,16 +518,33 @@ Test(api, atomics_and_clock)
     cr_assert(strcmp(a, "x86_64") == 0 || strcmp(a, "arm64-llsc") == 0 ||
                   strcmp(a, "arm64-lse") == 0 || strcmp(a, "arm64-outline") == 0,
               "dq_atomics() = %s", a);
-    dq_test_clock_set(5);
-    cr_assert_eq(dq_now(), 5);
-    dq_test_clock_advance(10);
-    cr_assert_eq(dq_now(), 15);
-    dq_test_clock_real();
-    int64_t a1 = dq_now(), a2 = dq_now();
+    /* a manual clock reads what it was created at, plus its advances,
+       and so does a queue on it */
+    dq_clock *c = dq_clock_create_manual(5);
+    cr_assert_not_null(c);
+    dq_options o = { .clock = c };
+    dq_queue *d = dq_create(&o);
+    cr_assert_not_null(d);
+    cr_assert_eq(dq_clock_now(c), 5);
+    cr_assert_eq(dq_queue_now(d), 5);
+    cr_assert_eq(dq_clock_advance(c, 10), 0);
+    cr_assert_eq(dq_clock_now(c), 15);
+    cr_assert_eq(dq_queue_now(d), 15);
+    dq_unref(d);
+    dq_clock_destroy(c);
+    /* dq_now(), a NULL clock and a queue without one: CLOCK_MONOTONIC */
+    int64_t a1 = dq_now(), a2 = dq_clock_now(NULL), a3 = dq_now();
     cr_assert_leq(a1, a2);
+    cr_assert_leq(a2, a3);
+    dq_queue *r = dq_create(NULL);
+    cr_assert_not_null(r);
+    int64_t a4 = dq_queue_now(r), a5 = dq_now();
+    cr_assert_leq(a3, a4);
+    cr_assert_leq(a4, a5);
+    dq_unref(r);
 }
 
-/* The manual clock is shared by every thread of a test: advances from two
+/* A manual clock may be advanced from any thread: advances from two
    threads at once must add up, none lost to the other. */
 enum { CLOCK_ADVANCES = 1000000 };
 static _Atomic int clock_arrived;
@@ -537,20 +554,25 @@ static void *clock_advance_main(void *arg)
     (void)arg;
     spin_start(&clock_arrived, 2);
     for (int i = 0; i < CLOCK_ADVANCES; i++)
-        dq_test_clock_advance(1);
+        if (dq_clock_advance(test_clock, 1) != 0)
+            return (void *)1;
     return NULL;
 }
 
 Test(api, clock_advances_from_two_threads_add_up)
 {
-    dq_test_clock_set(7);
+    int64_t start = test_now();
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         cr_assert_eq(pthread_create(&t[i], NULL, clock_advance_main, NULL), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    cr_assert_eq(dq_now(), 7 + 2 * (int64_t)CLOCK_ADVANCES,
-                 "an advance was lost: now %lld", (long long)dq_now());
+    for (int i = 0; i < 2; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        cr_assert_null(err, "dq_clock_advance failed");
+    }
+    cr_assert_eq(test_now(), start + 2 * (int64_t)CLOCK_ADVANCES,
+                 "an advance was lost: now %lld", (long long)test_now());
+    cr_assert_eq(dq_queue_now(q), test_now());
 }
 
 static int loop_seen;

@@ -13,7 +13,7 @@ static int post_async(int32_t what, int64_t when)
 
 Test(barrier, holds_sync_passes_async)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(1, t), 0); /* before the barrier */
     dq_token b;
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
@@ -25,7 +25,7 @@ Test(barrier, holds_sync_passes_async)
     cr_assert_eq(next_what(), 3);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(dq_is_idle(q), true, "the due sync message is held");
-    dq_test_clock_advance(5);
+    test_advance(5);
     cr_assert_eq(next_what(), 5);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(dq_pending(q), 2, "barriers are not counted");
@@ -39,7 +39,7 @@ Test(barrier, token_errors)
 {
     dq_token b, m;
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     dq_msg msg = msg_what(&target_a, 1);
     cr_assert_eq(dq_post(q, &msg, &m), 0);
     cr_assert_eq(dq_remove_sync_barrier(q, 0), -EINVAL);
@@ -77,7 +77,7 @@ Test(barrier, two_barriers_need_both_removed)
     dq_token b1, b2;
     cr_assert_eq(dq_post_sync_barrier(q, &b1), 0);
     cr_assert_eq(dq_post_sync_barrier(q, &b2), 0);
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     cr_assert_eq(dq_remove_sync_barrier(q, b1), 0);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(dq_remove_sync_barrier(q, b2), 0);
@@ -100,7 +100,7 @@ static bool idle_once(void *ctx)
 static bool idle_posts(void *ctx)
 {
     (void)ctx;
-    post_at(77, dq_now());
+    post_at(77, test_now());
     return false;
 }
 
@@ -109,7 +109,7 @@ Test(barrier, idle_handlers_run_when_idle_and_false_removes)
     idle_calls_keep = idle_calls_once = 0;
     cr_assert_eq(dq_add_idle_handler(q, idle_keep, NULL), 0);
     cr_assert_eq(dq_add_idle_handler(q, idle_once, NULL), 0);
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     cr_assert_eq(next_what(), 1);
     cr_assert_eq(idle_calls_keep, 0, "not idle while something is due");
     cr_assert_eq(next_what(), NOTHING_DUE);
@@ -137,7 +137,7 @@ Test(barrier, idle_handlers_run_behind_a_barrier)
     idle_calls_keep = 0;
     dq_token b;
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     cr_assert_eq(dq_add_idle_handler(q, idle_keep, NULL), 0);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(idle_calls_keep, 1);

@@ -11,8 +11,8 @@
  * spin, fd_test_reuse.c), fairness between fds and messages
  * (fd_test_fairness.c), teardown (fd_test_teardown.c), and the backend
  * fd (fd_test_backend.c).  The suite itself is declared once, in
- * fd_test_errors.c.  Real clock throughout: the manual clock makes
- * sleepers poll, which would hide a lost wake-up.
+ * fd_test_errors.c.  Real clock throughout: no queue here has a manual
+ * clock, so the bounds below are real time.
  */
 #ifndef DELIQUEUE_TEST_FD_TEST_UTIL_H
 #define DELIQUEUE_TEST_FD_TEST_UTIL_H

@@ -33,7 +33,7 @@ static void on_occurrence(dq_msg *m)
         removed_inside = dq_remove(q, &match);
     }
     if (dispatch_takes > 0)
-        dq_test_clock_advance(dispatch_takes);
+        test_advance(dispatch_takes);
 }
 
 static void reset(void)
@@ -74,13 +74,13 @@ static int64_t last_when(void)
 Test(repeat, fixed_rate_on_time)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 + 100, 10, DQ_FIXED_RATE), 0);
     cr_assert_eq(run_due(), 0);
-    dq_test_clock_advance(99);
+    test_advance(99);
     cr_assert_eq(run_due(), 0, "never before first");
     for (int k = 0; k < 20; k++) {
-        dq_test_clock_advance(k == 0 ? 1 : 10);
+        test_advance(k == 0 ? 1 : 10);
         cr_assert_eq(run_due(), 1, "occurrence %d", k);
         cr_assert_eq(last_when(), t0 + 100 + 10 * k, "when is its own due time");
     }
@@ -90,21 +90,21 @@ Test(repeat, fixed_rate_on_time)
 Test(repeat, fixed_rate_late_delivers_once_and_skips_missed_periods)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 + 100, 10, DQ_FIXED_RATE), 0);
-    dq_test_clock_advance(100);
+    test_advance(100);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 100);
     /* 3.5 periods late: one late occurrence (110), 120 and 130 skipped */
-    dq_test_clock_advance(35);
+    test_advance(35);
     cr_assert_eq(run_due(), 1, "one late occurrence, not a burst");
     cr_assert_eq(last_when(), t0 + 110);
-    dq_test_clock_advance(4);
+    test_advance(4);
     cr_assert_eq(run_due(), 0, "nothing before the grid's next point");
-    dq_test_clock_advance(1);
+    test_advance(1);
     cr_assert_eq(run_due(), 1, "back on the grid");
     cr_assert_eq(last_when(), t0 + 140);
-    dq_test_clock_advance(10);
+    test_advance(10);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 150);
 }
@@ -112,15 +112,15 @@ Test(repeat, fixed_rate_late_delivers_once_and_skips_missed_periods)
 Test(repeat, fixed_rate_very_late_is_one_delivery)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 + 10, 10, DQ_FIXED_RATE), 0);
-    dq_test_clock_advance(10);
+    test_advance(10);
     cr_assert_eq(run_due(), 1);
-    dq_test_clock_advance(1000 * 10 + 3); /* a thousand periods */
+    test_advance(1000 * 10 + 3); /* a thousand periods */
     cr_assert_eq(run_due(), 1, "never a burst");
     cr_assert_eq(last_when(), t0 + 20);
-    int64_t now = dq_now();
-    dq_test_clock_advance(7); /* to the next grid point: t0 + 10 * 1002 */
+    int64_t now = test_now();
+    test_advance(7); /* to the next grid point: t0 + 10 * 1002 */
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), now + 7);
     cr_assert_eq((last_when() - t0) % 10, 0, "on the first + k * period grid");
@@ -129,17 +129,17 @@ Test(repeat, fixed_rate_very_late_is_one_delivery)
 Test(repeat, fixed_rate_overrunning_dispatch_goes_back_to_the_grid)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 + 10, 10, DQ_FIXED_RATE), 0);
-    dq_test_clock_advance(10);
+    test_advance(10);
     dispatch_takes = 35; /* each dispatch overruns 3.5 periods */
     cr_assert_eq(run_due(), 1);
     /* ended at t0 + 45: the next is the grid point 50, due later */
     cr_assert_eq(run_due(), 0);
     dispatch_takes = 0;
-    dq_test_clock_advance(4);
+    test_advance(4);
     cr_assert_eq(run_due(), 0);
-    dq_test_clock_advance(1);
+    test_advance(1);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 50);
 }
@@ -147,7 +147,7 @@ Test(repeat, fixed_rate_overrunning_dispatch_goes_back_to_the_grid)
 Test(repeat, fixed_rate_first_in_the_past_is_due_at_once)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 - 1000, 100, DQ_FIXED_RATE), 0);
     /* the first occurrence at once, late; then the grid t0 - 1000 + 100 k
        from its first point not before now, t0, which is due now too; the
@@ -156,7 +156,7 @@ Test(repeat, fixed_rate_first_in_the_past_is_due_at_once)
     cr_assert_eq(got.when[0], t0 - 1000);
     cr_assert_eq(got.when[1], t0);
     cr_assert_eq(run_due(), 0);
-    dq_test_clock_advance(100);
+    test_advance(100);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 100);
 }
@@ -178,25 +178,25 @@ Test(repeat, first_zero_is_a_time_not_the_front)
 Test(repeat, fixed_delay_counts_from_the_end_of_the_dispatch)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0 + 10, 100, DQ_FIXED_DELAY), 0);
-    dq_test_clock_advance(10);
+    test_advance(10);
     dispatch_takes = 7;
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 10);
     dispatch_takes = 0;
     /* ended at t0 + 17: next due t0 + 117 */
-    dq_test_clock_advance(99);
+    test_advance(99);
     cr_assert_eq(run_due(), 0);
-    dq_test_clock_advance(1);
+    test_advance(1);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 117);
     /* very late: delivered once, the next period counted from its end */
-    dq_test_clock_advance(5000);
+    test_advance(5000);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 217);
     cr_assert_eq(run_due(), 0);
-    dq_test_clock_advance(100);
+    test_advance(100);
     cr_assert_eq(run_due(), 1);
     cr_assert_eq(last_when(), t0 + 5117 + 100);
 }
@@ -204,17 +204,17 @@ Test(repeat, fixed_delay_counts_from_the_end_of_the_dispatch)
 Test(repeat, with_dq_next_the_delivery_ends_at_the_next_call)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0, 50, DQ_FIXED_DELAY), 0);
     dq_msg out;
     cr_assert_eq(dq_try_next(q, &out), 0);
     cr_assert_eq(out.when, t0);
     cr_assert_not_null(out.callback);
-    dq_test_clock_advance(20);                   /* the consumer handles it for 20 ns */
+    test_advance(20);                            /* the consumer handles it for 20 ns */
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN); /* ends it: next t0 + 70 */
-    dq_test_clock_advance(49);
+    test_advance(49);
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
-    dq_test_clock_advance(1);
+    test_advance(1);
     cr_assert_eq(dq_try_next(q, &out), 0);
     cr_assert_eq(out.when, t0 + 70);
 }
@@ -222,12 +222,12 @@ Test(repeat, with_dq_next_the_delivery_ends_at_the_next_call)
 Test(repeat, one_token_for_every_occurrence)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0, 10, DQ_FIXED_RATE), 0);
     dq_token first = tok;
     for (int k = 0; k < 5; k++) {
         cr_assert_eq(run_due(), 1);
-        dq_test_clock_advance(10);
+        test_advance(10);
     }
     cr_assert_eq(tok, first);
     cr_assert_eq(dq_cancel(q, first), 0);
@@ -242,13 +242,13 @@ Test(repeat, cancel_while_pending)
     for (uint32_t mode = 0; mode < 2; mode++) {
         reset();
         memset(&rec, 0, sizeof(rec));
-        int64_t t0 = dq_now();
+        int64_t t0 = test_now();
         cr_assert_eq(post_rep(t0 + 10, 10, mode), 0);
         cr_assert_eq(dq_cancel(q, tok), 0);
         cr_assert_eq(atomic_load(&rec.discards), 1);
         cr_assert_eq(rec.what[0], 7);
         cr_assert_eq(dq_cancel(q, tok), -ENOENT, "a second cancel");
-        dq_test_clock_advance(1000);
+        test_advance(1000);
         cr_assert_eq(run_due(), 0);
         cr_assert_eq(dq_pending(q), 0);
         cr_assert_eq(atomic_load(&rec.discards), 1);
@@ -260,15 +260,15 @@ Test(repeat, cancel_after_some_deliveries)
     for (uint32_t mode = 0; mode < 2; mode++) {
         reset();
         memset(&rec, 0, sizeof(rec));
-        int64_t t0 = dq_now();
+        int64_t t0 = test_now();
         cr_assert_eq(post_rep(t0, 10, mode), 0);
         for (int k = 0; k < 3; k++) {
             cr_assert_eq(run_due(), 1);
-            dq_test_clock_advance(10);
+            test_advance(10);
         }
         cr_assert_eq(dq_cancel(q, tok), 0);
         cr_assert_eq(run_due(), 0);
-        dq_test_clock_advance(1000);
+        test_advance(1000);
         cr_assert_eq(run_due(), 0);
         cr_assert_eq(atomic_load(&rec.discards), 1);
         cr_assert_eq(dq_cancel(q, tok), -ENOENT);
@@ -280,10 +280,10 @@ Test(repeat, cancel_inside_its_own_delivery)
     for (uint32_t mode = 0; mode < 2; mode++) {
         reset();
         memset(&rec, 0, sizeof(rec));
-        int64_t t0 = dq_now();
+        int64_t t0 = test_now();
         cr_assert_eq(post_rep(t0, 10, mode), 0);
         cr_assert_eq(run_due(), 1);
-        dq_test_clock_advance(10);
+        test_advance(10);
         cancel_inside = true;
         /* one iteration: the dispatch, then its re-arm, which must see
            the cancel (the next iteration's collect would retire the node
@@ -295,7 +295,7 @@ Test(repeat, cancel_inside_its_own_delivery)
         cr_assert_eq(dq_cancel(q, tok), -ENOENT, "re-armed after its cancel");
         cr_assert_eq(atomic_load(&rec.discards), 1);
         cancel_inside = false;
-        dq_test_clock_advance(1000);
+        test_advance(1000);
         cr_assert_eq(run_due(), 0, "not re-armed after the cancel");
         cr_assert_eq(dq_cancel(q, tok), -ENOENT);
         cr_assert_eq(dq_pending(q), 0);
@@ -306,7 +306,7 @@ Test(repeat, cancel_inside_its_own_delivery)
 Test(repeat, cancel_between_dq_next_and_the_next_call)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0, 10, DQ_FIXED_RATE), 0);
     dq_msg out;
     cr_assert_eq(dq_try_next(q, &out), 0);
@@ -316,7 +316,7 @@ Test(repeat, cancel_between_dq_next_and_the_next_call)
     cr_assert_eq(dq_cancel(q, tok), 0);
     cr_assert_eq(atomic_load(&rec.discards), 1);
     cr_assert_eq(dq_pending(q), 0);
-    dq_test_clock_advance(1000);
+    test_advance(1000);
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN);
     cr_assert_eq(dq_cancel(q, tok), -ENOENT);
     cr_assert_eq(atomic_load(&rec.discards), 1);
@@ -325,7 +325,7 @@ Test(repeat, cancel_between_dq_next_and_the_next_call)
 Test(repeat, has_and_remove_inside_its_own_delivery)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0, 10, DQ_FIXED_DELAY), 0);
     has_inside = true;
     remove_inside = true;
@@ -333,7 +333,7 @@ Test(repeat, has_and_remove_inside_its_own_delivery)
     cr_assert(has_inside, "dq_has sees it during its delivery");
     cr_assert_eq(removed_inside, 1);
     cr_assert_eq(atomic_load(&rec.discards), 1);
-    dq_test_clock_advance(1000);
+    test_advance(1000);
     cr_assert_eq(run_due(), 0);
     cr_assert_eq(dq_cancel(q, tok), -ENOENT);
 }
@@ -341,7 +341,7 @@ Test(repeat, has_and_remove_inside_its_own_delivery)
 Test(repeat, remove_by_criteria_while_pending)
 {
     reset();
-    cr_assert_eq(post_rep(dq_now() + 10, 10, DQ_FIXED_RATE), 0);
+    cr_assert_eq(post_rep(test_now() + 10, 10, DQ_FIXED_RATE), 0);
     dq_match match = { .target = &target_a, .fields = DQ_MATCH_WHAT, .what = 7 };
     cr_assert(dq_has(q, &match));
     cr_assert_eq(dq_remove(q, &match), 1);
@@ -371,7 +371,7 @@ Test(repeat, cancel_from_another_thread_during_a_delivery)
         atomic_store(&deliveries_seen, 0);
         dq_token t;
         dq_msg m = { .target = &target_a, .what = 9, .callback = held_occurrence };
-        cr_assert_eq(dq_post_repeating(q, &m, dq_now(), 1, mode, &t), 0);
+        cr_assert_eq(dq_post_repeating(q, &m, test_now(), 1, mode, &t), 0);
         loop_thread l;
         loop_thread_start(&l, q);
         cr_assert(wait_flag(&in_delivery));
@@ -382,7 +382,7 @@ Test(repeat, cancel_from_another_thread_during_a_delivery)
         atomic_store(&let_go, 1);
         /* the clock moves on; the loop would deliver a re-armed one */
         for (int i = 0; i < 20; i++) {
-            dq_test_clock_advance(10);
+            test_advance(10);
             sleep_ns(MS);
         }
         cr_assert_eq(atomic_load(&deliveries_seen), 1, "delivered after the cancel");
@@ -407,7 +407,7 @@ static void race_occurrence(dq_msg *m)
 
 Test(repeat, cancels_racing_the_rearm_keep_exactly_once)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     loop_thread l;
     loop_thread_start(&l, q);
     for (int round = 0; round < 200; round++) {
@@ -436,7 +436,7 @@ Test(repeat, cancels_racing_the_rearm_keep_exactly_once)
 Test(repeat, a_quit_ends_it_reported_once)
 {
     reset();
-    cr_assert_eq(post_rep(dq_now(), 10, DQ_FIXED_RATE), 0);
+    cr_assert_eq(post_rep(test_now(), 10, DQ_FIXED_RATE), 0);
     cr_assert_eq(run_due(), 1);
     dq_quit(q);
     cr_assert_eq(dq_loop_once(q, 0), -ESHUTDOWN);
@@ -458,7 +458,7 @@ Test(repeat, a_quit_inside_its_delivery_ends_it)
         reset();
         memset(&rec, 0, sizeof(rec));
         dq_msg m = { .target = &target_a, .what = 3, .callback = quit_inside };
-        cr_assert_eq(dq_post_repeating(q, &m, dq_now(), 10, mode, &tok), 0);
+        cr_assert_eq(dq_post_repeating(q, &m, test_now(), 10, mode, &tok), 0);
         cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
         cr_assert_eq(atomic_load(&rec.discards), 1, "ended at its re-arm, reported");
         cr_assert_eq(dq_loop_once(q, 0), -ESHUTDOWN);
@@ -480,7 +480,7 @@ Test(repeat, quit_safely_delivers_what_is_due_and_ends_it)
 {
     reset();
     /* due later than the quit: trimmed inside dq_quit_safely */
-    cr_assert_eq(post_rep(dq_now() + 100, 10, DQ_FIXED_RATE), 0);
+    cr_assert_eq(post_rep(test_now() + 100, 10, DQ_FIXED_RATE), 0);
     dq_quit_safely(q);
     cr_assert_eq(atomic_load(&rec.discards), 1);
     cr_assert_eq(dq_loop_once(q, 0), -ESHUTDOWN);
@@ -494,7 +494,7 @@ Test(repeat, quit_safely_delivers_what_is_due_and_ends_it)
     reset();
     memset(&rec, 0, sizeof(rec));
     dq_msg m = { .target = &target_a, .what = 4, .callback = quit_safely_inside };
-    cr_assert_eq(dq_post_repeating(q, &m, dq_now() - 100, 1, DQ_FIXED_RATE, &tok), 0);
+    cr_assert_eq(dq_post_repeating(q, &m, test_now() - 100, 1, DQ_FIXED_RATE, &tok), 0);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
     cr_assert_eq(dq_loop_once(q, 0), -ESHUTDOWN);
     cr_assert_eq(atomic_load(&got.count), 1);
@@ -504,7 +504,7 @@ Test(repeat, quit_safely_delivers_what_is_due_and_ends_it)
 Test(repeat, the_last_unref_reports_one_handed_out_by_dq_next)
 {
     reset();
-    cr_assert_eq(post_rep(dq_now(), 10, DQ_FIXED_RATE), 0);
+    cr_assert_eq(post_rep(test_now(), 10, DQ_FIXED_RATE), 0);
     dq_msg out;
     cr_assert_eq(dq_try_next(q, &out), 0);
     dq_unref(q); /* the consumer never called again */
@@ -515,7 +515,7 @@ Test(repeat, the_last_unref_reports_one_handed_out_by_dq_next)
 Test(repeat, a_pending_one_is_reported_once_by_the_last_unref)
 {
     reset();
-    cr_assert_eq(post_rep(dq_now() + 10, 10, DQ_FIXED_DELAY), 0);
+    cr_assert_eq(post_rep(test_now() + 10, 10, DQ_FIXED_DELAY), 0);
     dq_unref(q);
     q = NULL;
     cr_assert_eq(atomic_load(&rec.discards), 1);
@@ -548,10 +548,10 @@ Test(repeat, bad_input_is_einval_and_changes_nothing)
 Test(repeat, saturates_at_the_end_of_time)
 {
     reset();
-    int64_t t0 = dq_now();
+    int64_t t0 = test_now();
     cr_assert_eq(post_rep(t0, INT64_MAX, DQ_FIXED_RATE), 0);
     cr_assert_eq(run_due(), 1);
-    dq_test_clock_advance(INT64_C(1) << 62);
+    test_advance(INT64_C(1) << 62);
     cr_assert_eq(run_due(), 0, "the next occurrence saturates at INT64_MAX");
     cr_assert_eq(dq_pending(q), 1);
     dq_msg m = { .target = &target_a, .what = 7, .callback = on_occurrence };

@@ -2,9 +2,10 @@
 /* dq_wake, dq_loop_once and dq_next_until's -EINTR: each outcome of one
    iteration, wakes pending and during the wait, coalescing, dq_next and
    dq_loop not interrupted, a wake from a signal handler, and a wake sent
-   as the consumer goes to sleep never lost.  The lost-wake tests run on
-   the real clock: the manual clock makes sleepers poll, which would hide
-   a lost wake. */
+   as the consumer goes to sleep never lost.  Most tests run on the
+   fixture's manual clock, which another thread advances where a wait
+   must end; the lost-wake tests run on the real clock with hour-long
+   deadlines, so that only the wake can end their waits. */
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@ Test(wake_once, nothing_due_and_no_wait_times_out_at_once)
     int64_t t0 = real_ns();
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT);
     cr_assert_eq(dq_loop_once(q, -1), DQ_ONCE_TIMEOUT, "a negative deadline: no wait");
-    cr_assert_eq(dq_loop_once(q, dq_now()), DQ_ONCE_TIMEOUT);
+    cr_assert_eq(dq_loop_once(q, test_now()), DQ_ONCE_TIMEOUT);
     cr_assert(real_ns() - t0 < PROMPT_NS);
 }
 
@@ -40,7 +41,7 @@ Test(wake_once, dispatches_one_message_at_a_time)
 {
     memset(&got, 0, sizeof(got));
     for (int i = 1; i <= 3; i++)
-        cr_assert_eq(post_cb(i, dq_now()), 0);
+        cr_assert_eq(post_cb(i, test_now()), 0);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
     cr_assert_eq(atomic_load(&got.count), 1);
     cr_assert_eq(dq_pending(q), 2);
@@ -76,13 +77,13 @@ static void *advance_clock_later(void *arg)
 {
     (void)arg;
     sleep_ns(20 * MS);
-    dq_test_clock_advance(1000);
+    test_advance(1000);
     return NULL;
 }
 
 Test(wake_once, waits_until_the_deadline)
 {
-    int64_t deadline = dq_now() + 500;
+    int64_t deadline = test_now() + 500;
     int64_t t0 = real_ns(); /* before the thread starts its 20 ms */
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, advance_clock_later, NULL), 0);
@@ -95,10 +96,10 @@ Test(wake_once, waits_until_the_deadline)
 Test(wake_once, a_message_falling_due_during_the_wait)
 {
     memset(&got, 0, sizeof(got));
-    cr_assert_eq(post_cb(5, dq_now() + 500), 0);
+    cr_assert_eq(post_cb(5, test_now() + 500), 0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, advance_clock_later, NULL), 0);
-    cr_assert_eq(dq_loop_once(q, dq_now() + 100000), DQ_ONCE_MESSAGE);
+    cr_assert_eq(dq_loop_once(q, test_now() + 100000), DQ_ONCE_MESSAGE);
     cr_assert_eq(got.what[0], 5);
     pthread_join(t, NULL);
 }
@@ -146,7 +147,7 @@ Test(wake_once, a_ready_fd_with_no_message_due)
     cr_assert_eq(atomic_load(&fd_calls), 1);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT, "drained");
     cr_assert_eq(write(p[1], "y", 1), 1);
-    cr_assert_eq(dq_loop_once(q, dq_now() + 100000), DQ_ONCE_FD, "in the wait");
+    cr_assert_eq(dq_loop_once(q, test_now() + 100000), DQ_ONCE_FD, "in the wait");
     cr_assert_eq(atomic_load(&fd_calls), 2);
     cr_assert_eq(dq_remove_fd_listener(q, p[0]), 0);
     close(p[0]);
@@ -161,7 +162,7 @@ Test(wake_once, a_wake_before_the_call_is_seen_by_it)
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_WOKEN);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT, "taken");
     cr_assert_eq(dq_wake(q), 0);
-    cr_assert_eq(dq_loop_once(q, dq_now() + 1000000), DQ_ONCE_WOKEN,
+    cr_assert_eq(dq_loop_once(q, test_now() + 1000000), DQ_ONCE_WOKEN,
                  "at once, no wait");
 }
 
@@ -176,24 +177,24 @@ Test(wake_once, wakes_are_coalesced)
 Test(wake_once, a_pending_wake_comes_before_due_work)
 {
     memset(&got, 0, sizeof(got));
-    cr_assert_eq(post_cb(1, dq_now()), 0);
+    cr_assert_eq(post_cb(1, test_now()), 0);
     cr_assert_eq(dq_wake(q), 0);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_WOKEN);
     cr_assert_eq(atomic_load(&got.count), 0, "nothing dispatched with the wake");
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_MESSAGE);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_TIMEOUT);
     /* dq_next_until: the same */
-    cr_assert_eq(post_cb(2, dq_now()), 0);
+    cr_assert_eq(post_cb(2, test_now()), 0);
     cr_assert_eq(dq_wake(q), 0);
     dq_msg out;
     cr_assert_eq(dq_next_until(q, &out, 0), -EINTR);
     cr_assert_eq(dq_next_until(q, &out, 0), 0);
     cr_assert_eq(out.what, 2);
     /* dq_try_next and dq_next deliver and leave the wake pending */
-    cr_assert_eq(post_cb(3, dq_now()), 0);
+    cr_assert_eq(post_cb(3, test_now()), 0);
     cr_assert_eq(dq_wake(q), 0);
     cr_assert_eq(dq_try_next(q, &out), 0);
-    cr_assert_eq(post_cb(4, dq_now()), 0);
+    cr_assert_eq(post_cb(4, test_now()), 0);
     cr_assert_eq(dq_next(q, &out), 0);
     cr_assert_eq(out.what, 4);
     cr_assert_eq(dq_loop_once(q, 0), DQ_ONCE_WOKEN);
@@ -204,7 +205,7 @@ Test(wake_once, next_until_answers_eintr_for_a_pending_wake)
     dq_msg out;
     cr_assert_eq(dq_wake(q), 0);
     int64_t t0 = real_ns();
-    cr_assert_eq(dq_next_until(q, &out, dq_now() + (INT64_C(1) << 40)), -EINTR);
+    cr_assert_eq(dq_next_until(q, &out, test_now() + (INT64_C(1) << 40)), -EINTR);
     cr_assert(real_ns() - t0 < PROMPT_NS);
     cr_assert_eq(dq_next_until(q, &out, 0), -ETIMEDOUT, "taken");
     cr_assert_eq(dq_wake(q), 0);
@@ -263,8 +264,8 @@ static void *waiter_main(void *arg)
         dq_msg out;
         int rc;
         switch (w->how) {
-        case 0: rc = dq_loop_once(w->q, dq_now() + w->deadline); break;
-        case 1: rc = dq_next_until(w->q, &out, dq_now() + w->deadline); break;
+        case 0: rc = dq_loop_once(w->q, dq_queue_now(w->q) + w->deadline); break;
+        case 1: rc = dq_next_until(w->q, &out, dq_queue_now(w->q) + w->deadline); break;
         default: rc = dq_next(w->q, &out); break;
         }
         if (i < 32768)
@@ -286,7 +287,7 @@ static void waiter_start(waiter *w, int how, int64_t deadline)
 
 Test(wake_once, a_wake_interrupts_the_wait)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     for (int how = 0; how < 2; how++) {
         waiter w;
         waiter_start(&w, how, INT64_C(3600) * 1000 * MS);
@@ -311,7 +312,7 @@ Test(wake_once, a_wake_interrupts_the_wait)
 
 Test(wake_once, dq_next_is_not_interrupted_and_the_wake_stays)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     waiter w;
     waiter_start(&w, 2, 0);
     while (atomic_load(&w.rounds) == 0)
@@ -334,7 +335,7 @@ Test(wake_once, dq_next_is_not_interrupted_and_the_wake_stays)
 Test(wake_once, dq_loop_is_not_interrupted)
 {
     memset(&got, 0, sizeof(got));
-    dq_test_clock_real();
+    fixture_real_time();
     loop_thread l;
     loop_thread_start(&l, q);
     sleep_ns(20 * MS);
@@ -367,7 +368,7 @@ static void *idle_thread(void *arg)
 
 Test(wake_once, a_wake_from_a_signal_handler)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     signal_q = q;
     atomic_store(&handled, 0);
     struct sigaction sa;
@@ -404,7 +405,7 @@ Test(wake_once, a_wake_from_a_signal_handler)
    futex).  A lost wake leaves the consumer in a wait of an hour. */
 Test(wake_once, a_wake_as_the_consumer_goes_to_sleep_is_never_lost)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     for (int spin = 0; spin < 2; spin++) {
         dq_options o = recording_options();
         o.idle_spin_ns = spin ? 0 : -1;

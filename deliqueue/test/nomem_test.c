@@ -146,7 +146,7 @@ static void unlink_under_unswept_posts(bool from_another_thread)
     cr_assert_eq(pthread_create(&poster, NULL, post_later, NULL), 0);
     cr_assert_eq(pthread_join(poster, &rc), 0);
     cr_assert_null(rc, "a later post failed");
-    dq_test_clock_set(t + FILL + 2);
+    test_advance_to(t + FILL + 2);
     bool seen[LATER + 2] = { false };
     cr_assert_eq(drain(seen, LATER + 2), LATER + 2,
                  "every post delivered once, the one above the removal too");
@@ -179,7 +179,7 @@ Test(nomem, step_without_heap_room_reports_enomem_and_loses_nothing)
     dq_msg above = msg_what(&target_a, FILL);
     cr_assert_eq(dq_post_at(q, &above, t + 10 + FILL, NULL), 0);
 
-    dq_test_clock_set(t);
+    test_advance_to(t);
     atomic_store(&realloc_fails, 1);
     /* the sweep fails first, and the step reports it, delivering nothing */
     cr_assert_eq(dq_try_next(q, &out), -ENOMEM);
@@ -193,7 +193,7 @@ Test(nomem, step_without_heap_room_reports_enomem_and_loses_nothing)
         dq_msg m = msg_what(&target_b, FILL + 1 + i);
         cr_assert_eq(dq_post_at_front(q, &m, NULL), 0);
     }
-    dq_test_clock_set(t + 10 + FILL + 1);
+    test_advance_to(t + 10 + FILL + 1);
     cr_assert_eq(drain(seen, FILL + 1 + LATER), FILL + LATER);
     cr_assert_eq(atomic_load(&rec.discards), 0);
 }

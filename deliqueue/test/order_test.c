@@ -9,11 +9,11 @@ TestSuite(order, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(order, by_when)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(3, t + 30), 0);
     cr_assert_eq(post_at(1, t + 10), 0);
     cr_assert_eq(post_at(2, t + 20), 0);
-    dq_test_clock_advance(30);
+    test_advance(30);
     cr_assert_eq(next_what(), 1);
     cr_assert_eq(next_what(), 2);
     cr_assert_eq(next_what(), 3);
@@ -22,10 +22,10 @@ Test(order, by_when)
 
 Test(order, equal_when_is_fifo)
 {
-    int64_t t = dq_now() + 5;
+    int64_t t = test_now() + 5;
     for (int i = 0; i < 100; i++)
         cr_assert_eq(post_at(i, t), 0);
-    dq_test_clock_advance(5);
+    test_advance(5);
     for (int i = 0; i < 100; i++)
         cr_assert_eq(next_what(), i);
 }
@@ -33,20 +33,20 @@ Test(order, equal_when_is_fifo)
 Test(order, fifo_holds_across_sweeps)
 {
     /* posts interleaved with consumer calls: the sweep boundary moves */
-    int64_t t = dq_now() + 5;
+    int64_t t = test_now() + 5;
     for (int i = 0; i < 50; i++) {
         cr_assert_eq(post_at(i, t), 0);
         if (i % 7 == 0)
             cr_assert_eq(next_what(), NOTHING_DUE);
     }
-    dq_test_clock_advance(5);
+    test_advance(5);
     for (int i = 0; i < 50; i++)
         cr_assert_eq(next_what(), i);
 }
 
 Test(order, front_posts_are_lifo_and_first)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(10, t - 100), 0); /* already due */
     dq_msg m = msg_what(&target_a, 1);
     cr_assert_eq(dq_post_at_front(q, &m, NULL), 0);
@@ -64,19 +64,19 @@ Test(order, front_posts_are_lifo_and_first)
 
 Test(order, never_early)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(1, t + 1000), 0);
-    dq_test_clock_advance(999);
+    test_advance(999);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(dq_is_idle(q), true);
-    dq_test_clock_advance(1);
+    test_advance(1);
     cr_assert_eq(dq_is_idle(q), false);
     cr_assert_eq(next_what(), 1);
 }
 
 Test(order, past_when_is_due_at_once_in_time_order)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(2, t - 5), 0);
     cr_assert_eq(post_at(1, t - 10), 0);
     cr_assert_eq(post_at(3, t), 0);
@@ -88,7 +88,7 @@ Test(order, past_when_is_due_at_once_in_time_order)
 Test(order, far_future_stays)
 {
     cr_assert_eq(post_at(1, INT64_MAX), 0);
-    cr_assert_eq(post_at(2, dq_now()), 0);
+    cr_assert_eq(post_at(2, test_now()), 0);
     cr_assert_eq(next_what(), 2);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(dq_pending(q), 1);
@@ -96,7 +96,7 @@ Test(order, far_future_stays)
 
 Test(order, async_and_sync_interleave_by_key)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     dq_msg m = msg_what(&target_a, 1);
     m.flags = DQ_ASYNC;
     cr_assert_eq(dq_post_at(q, &m, t + 2, NULL), 0);
@@ -104,7 +104,7 @@ Test(order, async_and_sync_interleave_by_key)
     m.what = 3;
     cr_assert_eq(dq_post_at(q, &m, t + 2, NULL), 0);
     cr_assert_eq(post_at(0, t + 1), 0);
-    dq_test_clock_advance(2);
+    test_advance(2);
     cr_assert_eq(next_what(), 0);
     cr_assert_eq(next_what(), 1);
     cr_assert_eq(next_what(), 2);
@@ -114,10 +114,10 @@ Test(order, async_and_sync_interleave_by_key)
 Test(order, many_random_times_come_out_sorted)
 {
     srand(3);
-    int64_t t = dq_now();
+    int64_t t = test_now();
     for (int i = 0; i < 3000; i++)
         cr_assert_eq(post_at(i, t + rand() % 500), 0);
-    dq_test_clock_advance(500);
+    test_advance(500);
     dq_msg out, prev = { 0 };
     for (int i = 0; i < 3000; i++) {
         cr_assert_eq(dq_try_next(q, &out), 0);

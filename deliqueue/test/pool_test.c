@@ -106,7 +106,9 @@ Test(pool, magazine_fills_hand_out_each_node_once)
     enum { N = 3 * 4096, MORE = 6000 };
     static dq_token tok[N];
     static unsigned char pending[1u << 16];
-    dq_queue *sq = dq_create(NULL);
+    /* on the fixture's clock, which stands: the delayed posts stay pending */
+    dq_options o = { .clock = test_clock };
+    dq_queue *sq = dq_create(&o);
     cr_assert_not_null(sq);
     dq_msg m = msg_what(&target_a, 1), out;
     for (int i = 0; i < N; i++)
@@ -203,7 +205,6 @@ static void *churn(void *arg)
 Test(pool, concurrent_takers_never_share_a_node, .timeout = 30)
 {
     enum { THREADS = 4 };
-    dq_test_clock_real();
     _Atomic long mixed = 0;
     struct churner c[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -242,7 +243,7 @@ Test(pool, stats_follow_nodes_through_a_queue)
     cr_assert_eq(dq_pool_stats(&s), 0);
     cr_assert_eq(s.queues, 1, "the fixture's queue");
     cr_assert_eq(s.nodes_in_use, 0);
-    int64_t t = dq_now();
+    int64_t t = test_now();
     dq_token tok[300];
     for (int i = 0; i < 300; i++) {
         dq_msg m = msg_what(&target_a, i);
@@ -414,7 +415,9 @@ static struct sparse_map give_back_sparse(int words, int per_word)
     static dq_token tok[N];
     static uint8_t ours[MAP_WORDS];
     memset(ours, 0, sizeof(ours));
-    struct sparse_map sm = { .sq = dq_create(NULL) };
+    /* on the fixture's clock, which stands: the delayed posts stay pending */
+    dq_options o = { .clock = test_clock };
+    struct sparse_map sm = { .sq = dq_create(&o) };
     cr_assert_not_null(sm.sq);
     dq_msg m = msg_what(&target_a, 1), out;
     empty_the_free_map();

@@ -9,7 +9,7 @@ TestSuite(quit, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(quit, quit_drops_everything_and_reports_each_once)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(1, t), 0);
     cr_assert_eq(post_at(2, t + 100), 0);
     dq_token b;
@@ -22,7 +22,7 @@ Test(quit, quit_drops_everything_and_reports_each_once)
 
 Test(quit, quit_safely_delivers_what_is_due)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(1, t), 0);
     cr_assert_eq(post_at(2, t - 5), 0);
     cr_assert_eq(post_at(3, t + 1), 0); /* due later: dropped */
@@ -38,7 +38,7 @@ Test(quit, quit_safely_delivers_what_is_due)
 
 Test(quit, quit_safely_then_quit_drops_the_rest)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     cr_assert_eq(post_at(1, t), 0);
     cr_assert_eq(post_at(2, t), 0);
     dq_quit_safely(q);
@@ -84,7 +84,7 @@ Test(quit, quit_safely_with_a_barrier_drops_what_it_holds)
 {
     dq_token b;
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     dq_quit_safely(q);
     cr_assert_eq(next_what(), -1000000 - ESHUTDOWN);
     cr_assert_eq(atomic_load(&rec.discards), 1);
@@ -100,7 +100,7 @@ static void *quit_later(void *arg)
 
 Test(quit, quit_wakes_a_blocked_consumer)
 {
-    dq_test_clock_real();
+    fixture_real_time();
     pthread_t t;
     pthread_create(&t, NULL, quit_later, q);
     dq_msg out;
@@ -207,7 +207,7 @@ Test(quit, teardown_waits_for_racing_cancellers)
     enum { N = 300, THREADS = 2 };
     static dq_token tokens[THREADS][N];
     for (int round = 0; round < 20; round++) {
-        dq_options o = { .on_discard = slow_discard, .ctx = &rec };
+        dq_options o = { .on_discard = slow_discard, .ctx = &rec, .clock = test_clock };
         dq_queue *r = dq_create(&o);
         atomic_store(&rec.discards, 0);
         dq_msg m = msg_what(&target_a, 1);
@@ -289,7 +289,9 @@ Test(quit, consumer_cancels_racing_a_quit_account_exactly)
     enum { N = 400 };
     static dq_token tok[N];
     for (int round = 0; round < 20; round++) {
-        dq_options o = { .on_discard = record_discard, .ctx = &rec };
+        dq_options o = { .on_discard = record_discard,
+                         .ctx = &rec,
+                         .clock = test_clock };
         dq_queue *r = dq_create(&o);
         atomic_store(&rec.discards, 0);
         dq_msg out, m = msg_what(&target_a, 1);
@@ -321,7 +323,7 @@ Test(quit, consumer_cancels_racing_a_quit_account_exactly)
    the quit; only posting is refused.  Manual clock, one thread. */
 Test(quit, removal_works_while_quit_safely_drains)
 {
-    int64_t t = dq_now();
+    int64_t t = test_now();
     dq_msg m1 = msg_what(&target_a, 1), m2 = msg_what(&target_a, 2),
            m3 = msg_what(&target_b, 3), m4 = msg_what(&target_a, 4);
     dq_token t1, t2, t4;
@@ -359,7 +361,7 @@ Test(quit, consumer_removes_its_own_messages_while_draining)
 {
     dq_msg out;
     cr_assert_eq(dq_try_next(q, &out), -EAGAIN); /* this thread consumes */
-    int64_t t = dq_now();
+    int64_t t = test_now();
     dq_token t2;
     cr_assert_eq(post_at(1, t), 0);
     dq_msg m2 = msg_what(&target_a, 2);
@@ -382,9 +384,9 @@ Test(quit, consumer_removes_its_own_messages_while_draining)
 Test(quit, barrier_released_during_the_drain_lets_its_messages_through)
 {
     dq_token b;
-    cr_assert_eq(post_at(1, dq_now()), 0);
+    cr_assert_eq(post_at(1, test_now()), 0);
     cr_assert_eq(dq_post_sync_barrier(q, &b), 0);
-    cr_assert_eq(post_at(2, dq_now()), 0); /* held */
+    cr_assert_eq(post_at(2, test_now()), 0); /* held */
     dq_quit_safely(q);
     cr_assert_eq(next_what(), 1);
     cr_assert_eq(dq_is_idle(q), true, "held");
@@ -430,7 +432,7 @@ Test(quit, handler_removes_during_the_drain_of_dq_loop)
 {
     memset(handler_seen, 0, sizeof handler_seen);
     handler_q = q;
-    int64_t t = dq_now();
+    int64_t t = test_now();
     dq_msg m = msg_what(&target_a, 1);
     m.callback = handler_removes_the_rest;
     cr_assert_eq(dq_post_at(q, &m, t, NULL), 0);
@@ -481,7 +483,7 @@ Test(quit, cancels_racing_the_drain_account_exactly)
 {
     enum { N = 2000 };
     static dq_token tok[N];
-    dq_test_clock_real();
+    fixture_real_time();
     for (int round = 0; round < 10; round++) {
         dq_options o = recording_options();
         atomic_store(&rec.discards, 0);
@@ -531,7 +533,7 @@ static void *post_until_shut(void *arg)
 Test(quit, posts_racing_quit_safely_are_delivered_not_trimmed)
 {
     enum { POSTERS = 2 };
-    dq_test_clock_real();
+    fixture_real_time();
     for (int round = 0; round < 40; round++) {
         dq_options o = recording_options();
         atomic_store(&rec.discards, 0);

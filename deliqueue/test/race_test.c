@@ -103,7 +103,6 @@ TestSuite(race, .fini = leak_check);
 Test(race, producers_removers_cancellers_and_consumer)
 {
     reset_race_state();
-    dq_test_clock_real();
     const char *env = getenv("DQ_RACE_SECONDS");
     int64_t seconds = env ? atoll(env) : 2;
     dq_options o = { .on_discard = race_discard };
@@ -184,7 +183,6 @@ static void *top_poster(void *arg)
 Test(race, cancel_races_delivery_of_the_top_message)
 {
     reset_race_state();
-    dq_test_clock_real();
     dq_options o = { .on_discard = race_discard };
     q = dq_create(&o);
     pthread_t poster;

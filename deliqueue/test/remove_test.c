@@ -84,13 +84,13 @@ Test(remove, removes_swept_and_unswept_messages)
 {
     /* some messages already in the looper's heap, some only on the stack */
     for (int i = 0; i < 10; i++)
-        cr_assert_eq(post_at(1, dq_now() + 100), 0);
+        cr_assert_eq(post_at(1, test_now() + 100), 0);
     cr_assert_eq(next_what(), NOTHING_DUE); /* sweeps them */
     for (int i = 0; i < 10; i++)
-        cr_assert_eq(post_at(1, dq_now() + 100), 0);
+        cr_assert_eq(post_at(1, test_now() + 100), 0);
     dq_match m = { .target = &target_a, .fields = DQ_MATCH_WHAT, .what = 1 };
     cr_assert_eq(dq_remove(q, &m), 20);
-    dq_test_clock_advance(100);
+    test_advance(100);
     cr_assert_eq(next_what(), NOTHING_DUE);
     cr_assert_eq(atomic_load(&rec.discards), 20);
 }
@@ -117,7 +117,7 @@ Test(remove, cancel_the_top_of_the_stack_and_the_boundary)
 {
     dq_token t1, t2;
     dq_msg m = msg_what(&target_a, 1);
-    cr_assert_eq(dq_post_at(q, &m, dq_now() + 10, &t1), 0);
+    cr_assert_eq(dq_post_at(q, &m, test_now() + 10, &t1), 0);
     cr_assert_eq(next_what(), NOTHING_DUE); /* t1 is the boundary and the top */
     cr_assert_eq(dq_cancel(q, t1), 0);
     cr_assert_eq(next_what(), NOTHING_DUE); /* unlinks the top */
@@ -129,7 +129,7 @@ Test(remove, cancel_the_top_of_the_stack_and_the_boundary)
 
 Test(remove, has_does_not_remove)
 {
-    cr_assert_eq(post_at(9, dq_now()), 0);
+    cr_assert_eq(post_at(9, test_now()), 0);
     dq_match m = { .target = &target_a, .fields = DQ_MATCH_WHAT, .what = 9 };
     cr_assert(dq_has(q, &m));
     cr_assert(dq_has(q, &m));

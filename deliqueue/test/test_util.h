@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Shared fixtures for the deliqueue unit tests: a queue on the manual
-   clock whose discards are recorded, and message helpers. */
+/* Shared fixtures for the deliqueue unit tests: a queue on a manual
+   clock whose discards are recorded, the clock's helpers, and message
+   helpers. */
 #ifndef DELIQUEUE_TEST_UTIL_H
 #define DELIQUEUE_TEST_UTIL_H
 
@@ -30,6 +31,14 @@ static recorder rec;
 static int target_a __attribute__((unused)), target_b __attribute__((unused));
 static dq_queue *q;
 
+/* The fixture's manual clock, reading FIXTURE_START when a test begins;
+   q runs on it.  NULL outside the fixture. */
+#define FIXTURE_START INT64_C(1000000)
+static dq_clock *test_clock;
+/* The clock recording_options() gives a queue: test_clock, or NULL
+   (CLOCK_MONOTONIC) once the test has called fixture_real_time(). */
+static dq_clock *options_clock;
+
 static inline void record_discard(const dq_msg *m, void *ctx)
 {
     recorder *r = ctx;
@@ -40,14 +49,18 @@ static inline void record_discard(const dq_msg *m, void *ctx)
 
 static inline dq_options recording_options(void)
 {
-    dq_options o = { .on_discard = record_discard, .ctx = &rec };
+    dq_options o = { .on_discard = record_discard,
+                     .ctx = &rec,
+                     .clock = options_clock };
     return o;
 }
 
 static inline void fixture_setup(void)
 {
     memset(&rec, 0, sizeof(rec));
-    dq_test_clock_set(1000000);
+    test_clock = dq_clock_create_manual(FIXTURE_START);
+    cr_assert_not_null(test_clock);
+    options_clock = test_clock;
     dq_options o = recording_options();
     q = dq_create(&o);
     cr_assert_not_null(q);
@@ -57,8 +70,45 @@ static inline void fixture_teardown(void)
 {
     dq_unref(q);
     q = NULL;
-    dq_test_clock_real();
+    dq_clock_destroy(test_clock);
+    test_clock = options_clock = NULL;
     leak_check();
+}
+
+/* For a test that measures real time: q becomes a fresh queue on
+   CLOCK_MONOTONIC, its discards recorded in rec, and so does every queue
+   made from recording_options() from here on.  Call it before anything
+   uses q. */
+static inline void fixture_real_time(void)
+{
+    options_clock = NULL;
+    dq_unref(q);
+    dq_options o = recording_options();
+    q = dq_create(&o);
+    cr_assert_not_null(q);
+}
+
+/* The fixture clock's time: q's time (dq_queue_now) while q is on it. */
+static inline int64_t test_now(void)
+{
+    return dq_clock_now(test_clock);
+}
+
+/* Move the fixture clock forward by ns (>= 0), waking every consumer on
+   it that the new time makes due.  Any thread. */
+static inline void test_advance(int64_t ns)
+{
+    int err = dq_clock_advance(test_clock, ns);
+    cr_assert_eq(err, 0, "dq_clock_advance(%lld): %d", (long long)ns, err);
+}
+
+/* Move the fixture clock forward to t (not before its time). */
+static inline void test_advance_to(int64_t t)
+{
+    int64_t now = test_now();
+    cr_assert_geq(t, now, "the clock cannot go back from %lld to %lld", (long long)now,
+                  (long long)t);
+    test_advance(t - now);
 }
 
 static inline dq_msg msg_what(const void *target, int32_t what)
@@ -103,8 +153,8 @@ static inline void spin_for(unsigned n)
         ;
 }
 
-/* The monotonic clock in ns, whatever the library's clock is set to: for
-   a test's own time bounds. */
+/* The monotonic clock in ns, whatever clock the test's queues run on:
+   for a test's own time bounds. */
 static inline int64_t real_ns(void)
 {
     struct timespec ts;

@@ -12,8 +12,8 @@
  * posted while the consumer sleeps behind the barrier, with no deadline and
  * nothing else to wake it, under every idle-spin setting; the test library
  * is built with the futex wait and with the portable one.  Real clock:
- * the manual test clock makes sleepers poll, which would hide a lost
- * wake-up.
+ * the suite has no fixture, so recording_options() gives its queues no
+ * manual clock, and only a post can end the consumer's sleep.
  */
 #include <pthread.h>
 #include <time.h>
