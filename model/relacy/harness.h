@@ -78,6 +78,7 @@ struct test : rl::test_suite<Derived, threads> {
         o.on_discard = on_discard;
         o.ctx = this;
         o.idle_spin_ns = -1;
+        static_cast<Derived *>(this)->options(o);
         q = dq_create(&o);
         RL_ASSERT(q != NULL);
         static_cast<Derived *>(this)->setup();
@@ -100,6 +101,11 @@ struct test : rl::test_suite<Derived, threads> {
     }
     void setup()
     {
+    }
+    /* A harness's own options for the iteration's queue (before dq_create). */
+    void options(dq_options &o)
+    {
+        (void)o;
     }
 
     static dq_msg message(int what)
