@@ -76,6 +76,8 @@ HOST_PACKAGES=(
   libck-dev libcriterion-dev liburcu-dev
   valgrind gnuplot-nox openssh-server chromium python3
   file dpkg-dev spin trace-cmd
+  # xmllint: the farm's and the soak's selftests check their JUnit XML.
+  libxml2-utils
   # model/relacy: Relacy Race Detector (header-only) runs the real sources
   # under the C11 memory model.
   relacy-dev

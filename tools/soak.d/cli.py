@@ -48,7 +48,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="tools/soak", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Soak-test the deliqueue stress binary on many targets in parallel "
-                    "and write report.md / report.html.",
+                    "and write report.md / report.html (and results.json, junit.xml).",
         epilog=targets_mod.__doc__ + "\n" + EXIT_STATUS)
     p.add_argument("--targets", default=targets_mod.DEFAULT_TARGETS,
                    help="comma-separated target specs (default: %(default)s)")

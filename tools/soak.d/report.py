@@ -1,6 +1,7 @@
 """The soak report: results.json (everything), report.md, and report.html —
 one page with inline CSS and the plots inlined as SVG data URIs, so it can
-be mailed or attached to a CI run as a single file.
+be mailed or attached to a CI run as a single file — and junit.xml, the
+same runs as JUnit XML for a CI system to read (one testcase per run).
 
 Two plots share the time axis: throughput, and the nodes the library holds
 (in use or in limbo, from dq_pool_stats), which is flat on every target
@@ -13,6 +14,7 @@ import html
 import json
 import os
 import re
+import xml.etree.ElementTree as ET
 
 import plots
 import runner
@@ -192,12 +194,72 @@ def write_all(out_dir, records, meta):
         f.write(markdown(table, records, meta))
     with open(os.path.join(out_dir, "report.html"), "w") as f:
         f.write(html_page(table, records, meta, svg, pool_svg))
+    with open(os.path.join(out_dir, "junit.xml"), "w", encoding="utf-8") as f:
+        f.write(junit_xml(table, meta))
     return overall, table
 
 
 def problems(records):
     return sorted([r for r in records if r["verdict"] != PASS],
                   key=lambda r: (VERDICT_ORDER[r["verdict"]], r["target"], r["config"], r["seed"]))
+
+
+# What XML 1.0 cannot carry, escaped or not: control characters other than
+# tab, newline and carriage return, lone surrogates, U+FFFE and U+FFFF. A
+# stress binary's stderr may hold any of them.
+XML_INVALID = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text):
+    return XML_INVALID.sub("?", str(text))
+
+
+def junit_xml(table, meta):
+    """JUnit XML: a testsuite per (target, config) row, a testcase per run
+    (named by its seed). A FAILED run carries a <failure> with its
+    violations, a LOST run (or one without a verdict) an <error> with the
+    last lines of its stderr, and every run its repro commands in
+    <system-out>; so the counts are results.json's verdicts."""
+    stamp = meta["started"].replace(" UTC", "").replace(" ", "T")
+    root = ET.Element("testsuites", name="tools/soak")
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for row in table:
+        label = row_label(row)
+        suite = ET.SubElement(root, "testsuite", name=xml_text(label), timestamp=stamp)
+        counts = {"tests": 0, "failures": 0, "errors": 0}
+        seconds = 0.0
+        for r in row["runs"]:
+            wall = r.get("wall_s") or 0.0
+            seconds += wall
+            case = ET.SubElement(suite, "testcase", classname=xml_text(label),
+                                 name="seed %d" % r["seed"], time="%.3f" % wall)
+            counts["tests"] += 1
+            if r["verdict"] == FAILED:
+                counts["failures"] += 1
+                bad = ET.SubElement(case, "failure", type="violation",
+                                    message=xml_text(r["reason"]))
+                bad.text = xml_text("\n".join(r["violation_lines"]) or r["reason"])
+            elif r["verdict"] != PASS:
+                counts["errors"] += 1
+                bad = ET.SubElement(case, "error", type="lost",
+                                    message=xml_text(r["reason"] or "no verdict"))
+                bad.text = xml_text(tail(os.path.join(r["run_dir"], "stderr.log")))
+            out = ["repro (launcher): %s" % r["launcher_repro"]]
+            if r["direct_repro"]:
+                out.append("repro (direct): %s" % r["direct_repro"])
+            if r["binary_repro"]:
+                out.append("repro (as printed by the binary): %s" % r["binary_repro"])
+            out.append("logs: %s" % r["run_dir"])
+            ET.SubElement(case, "system-out").text = xml_text("\n".join(out) + "\n")
+        for k, v in counts.items():
+            suite.set(k, str(v))
+            totals[k] += v
+        suite.set("skipped", "0")
+        suite.set("time", "%.3f" % seconds)
+    for k, v in totals.items():
+        root.set(k, str(v))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def markdown(table, records, meta):
