@@ -794,7 +794,8 @@ Test(control, fast_forward_dispatches_in_order_at_each_due_time)
     cr_assert_eq(dq_fast_forward(q, 0), 0);
     cr_assert_eq(dq_fast_forward(q, 7), 1);
     cr_assert_eq(dq_queue_now(q), START + 50 * MS + 7, "exactly start + ns");
-    cr_assert_eq(dq_fast_forward(q, INT64_MAX), 0, "an empty queue, to the end of time");
+    cr_assert_eq(dq_fast_forward(q, INT64_MAX), 0,
+                 "an empty queue, to the end of time");
     cr_assert_eq(dq_queue_now(q), INT64_MAX);
 }
 
