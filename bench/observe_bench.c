@@ -173,5 +173,8 @@ int main(int argc, char **argv)
     printf("\n| dq_dump | pending messages | ms per dump (median) |\n");
     printf("| --- | ---: | ---: |\n");
     printf("| to /dev/null | %ld | %.1f |\n", pending, median(dump_ms, reps));
+    for (int r = 0; r < ROWS; r++)
+        free(ns[r]);
+    free(dump_ms);
     return 0;
 }

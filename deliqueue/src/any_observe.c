@@ -120,7 +120,7 @@ static int dump_collect(dq_queue *q, dump_item **items, size_t *count)
     }
     dq_walk_end(core, e);
     dq_users_leave(q);
-    if (err == 0)
+    if (err == 0 && *count > 1) /* qsort's base may not be NULL, even for 0 */
         qsort(*items, *count, sizeof(**items), dump_order);
     return err;
 }
