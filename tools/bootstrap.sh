@@ -83,6 +83,8 @@ HOST_PACKAGES=(
   relacy-dev
   bazel-skylib bazel-platforms bazel-rules-java
   pkg-config clang-format-14 universal-ctags
+  # //man:man_pages_test runs groff -man -ww over the manual pages.
+  groff-base
   libuv1-dev libglib2.0-dev
 )
 
