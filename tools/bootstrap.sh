@@ -83,8 +83,10 @@ HOST_PACKAGES=(
   relacy-dev
   bazel-skylib bazel-platforms bazel-rules-java
   pkg-config clang-format-14 universal-ctags
-  # //man:man_pages_test runs groff -man -ww over the manual pages.
-  groff-base
+  # //deliqueue/dist:cmake_install_test builds against the installed CMake
+  # package (find_package, Unix Makefiles); //man:man_pages_test runs
+  # groff -man -ww over the manual pages.
+  cmake make groff-base
   libuv1-dev libglib2.0-dev
 )
 
