@@ -9,11 +9,12 @@
  * Message 1 is posted in before(), and the harness's reference is given
  * to thread 1 (dq_ref makes one for thread 0).  Thread 0, the consumer,
  * calls dq_next until it fails (-ESHUTDOWN once quit: it tears the core
- * down) and drops its reference.  Thread 1 calls dq_quit and drops its
- * reference.  Invariants: message 1 is reported exactly once, delivered
- * or discarded by the one teardown; no thread touches the queue or the
- * core once freed (ACCESS TO FREED MEMORY); nothing leaks, and nothing is
- * freed twice.
+ * down) and drops its reference.  Thread 1 names the queue (dq_set_name:
+ * the names are freed with the handle, by whichever thread drops the last
+ * reference), calls dq_quit and drops its reference.  Invariants: message
+ * 1 is reported exactly once, delivered or discarded by the one teardown;
+ * no thread touches the queue or the core once freed (ACCESS TO FREED
+ * MEMORY); nothing leaks, and nothing is freed twice.
  *
  * Runs: context-bounded (bound 1) to completion, then 200000 random
  * schedules.  Stub pool (stub_pool.cc).
@@ -36,6 +37,7 @@ struct unref_teardown : harness::test<unref_teardown, 2> {
                 got(m);
             RL_ASSERT(err == -ESHUTDOWN);
         } else {
+            RL_ASSERT(dq_set_name(q, "unref") == 0);
             dq_quit(q);
         }
         dq_unref(q);
