@@ -26,7 +26,7 @@ _DEBIAN = {
 
 # Repositories that @bazel_tools names and Debian has none for that loads in
 # Bazel 4.2.3: folders of third_party/bazel4_offline (its README says why).
-_STAND_INS = ["rules_cc", "remote_coverage_tools"]
+_STAND_INS = ["rules_cc", "rules_shell", "remote_coverage_tools"]
 
 def _stand_in_impl(rctx):
     # The folder is found from this file's own label, so it is the checkout

@@ -32,6 +32,7 @@ NAME_corpus (the corpus files).
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary")
+load("@rules_shell//shell:sh_test.bzl", "sh_test")
 
 def dq_fuzz_test(
         name,
@@ -84,7 +85,7 @@ def dq_fuzz_test(
         srcs = corpus,
         testonly = True,
     )
-    native.sh_test(
+    sh_test(
         name = name,
         srcs = ["//bazel/defs:fuzz_run.sh"],
         args = select({
