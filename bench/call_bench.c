@@ -180,18 +180,6 @@ static double run_dq_post_futex(void)
 
 /* ---- the table ---------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: call_bench [--iters=N] [--reps=N]\n");
@@ -234,7 +222,7 @@ int main(int argc, char **argv)
             ns[c][r] = contenders[c].run();
     double med[N];
     for (int c = 0; c < N; c++)
-        med[c] = median(ns[c], reps);
+        med[c] = bench_median(ns[c], reps);
     printf("| contender | ns per round trip (median) | ratio to dq_call |\n");
     printf("| --- | ---: | ---: |\n");
     for (int c = 0; c < N; c++)

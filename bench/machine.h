@@ -20,6 +20,8 @@ void bench_cpu_model(char *buf, size_t n);
 double bench_loadavg(void);
 /* CLOCK_MONOTONIC nanoseconds, the same clock as dq_now(). */
 int64_t bench_now(void);
+/* The median of v[0..n) (n >= 1); sorts v in place. */
+double bench_median(double *v, int n);
 /* The calling thread's CPU time in ns: what a measurement costs without
    the time other processes of the shared machine ran instead. */
 int64_t bench_thread_cpu_ns(void);

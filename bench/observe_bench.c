@@ -114,18 +114,6 @@ static double run_dump(void)
     return (double)(t1 - t0) / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: observe_bench [--msgs=N] [--pending=N] [--reps=N]\n");
@@ -164,7 +152,7 @@ int main(int argc, char **argv)
     }
     double med[ROWS];
     for (int r = 0; r < ROWS; r++)
-        med[r] = median(ns[r], reps);
+        med[r] = bench_median(ns[r], reps);
     printf("| dq_loop dispatch | ns per dispatch (median) | ratio to no observer |\n");
     printf("| --- | ---: | ---: |\n");
     for (int r = 0; r < ROWS; r++)
@@ -172,7 +160,7 @@ int main(int argc, char **argv)
                med[r] / med[NO_OBSERVER]);
     printf("\n| dq_dump | pending messages | ms per dump (median) |\n");
     printf("| --- | ---: | ---: |\n");
-    printf("| to /dev/null | %ld | %.1f |\n", pending, median(dump_ms, reps));
+    printf("| to /dev/null | %ld | %.1f |\n", pending, bench_median(dump_ms, reps));
     for (int r = 0; r < ROWS; r++)
         free(ns[r]);
     free(dump_ms);

@@ -249,18 +249,6 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_d(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: repeat_drift [--periods=N] [--period-us=N] [--load-us=N] "
@@ -342,8 +330,8 @@ int main(int argc, char **argv)
         pthread_join(burn[b], NULL);
     double m[N], o[N];
     for (int c = 0; c < N; c++) {
-        m[c] = median_d(med[c], reps);
-        o[c] = median_d(occ[c], reps);
+        m[c] = bench_median(med[c], reps);
+        o[c] = bench_median(occ[c], reps);
     }
     printf(
         "| contender | occurrences (median) | expected | drift median (us) | drift max "
