@@ -293,6 +293,22 @@ static dq_node *heap_min(dq_heap *h)
     return e ? dq_node_of_heap(e) : NULL;
 }
 
+/* The next message in delivery order, due or not, passing over a sync
+   barrier first (then the earliest async message); NULL if none. */
+static inline dq_node *looper_peek(dq_core *core)
+{
+    dq_node *s = heap_min(&core->sync_heap);
+    dq_node *a = heap_min(&core->async_heap);
+    if (s == NULL || node_is_barrier(s))
+        return a;
+    if (a == NULL)
+        return s;
+    return dq_key_less(*dq_heap_peek_key(&core->async_heap),
+                       *dq_heap_peek_key(&core->sync_heap))
+               ? a
+               : s;
+}
+
 /* The earliest deliverable node if it is due; else NULL with the time it
    will be due (INT64_MAX if none), whether a barrier holds sync ones and,
    if so, that barrier's due. */
@@ -300,20 +316,10 @@ static dq_node *looper_pick(dq_core *core, int64_t now, int64_t *deadline, bool 
                             int64_t *held_due)
 {
     dq_node *s = heap_min(&core->sync_heap);
-    dq_node *a = heap_min(&core->async_heap);
     *held = s != NULL && node_is_barrier(s);
     if (*held)
         *held_due = dq_node_due(s);
-    dq_node *next;
-    if (*held || s == NULL)
-        next = a;
-    else if (a == NULL)
-        next = s;
-    else
-        next = dq_key_less(*dq_heap_peek_key(&core->async_heap),
-                           *dq_heap_peek_key(&core->sync_heap))
-                   ? a
-                   : s;
+    dq_node *next = looper_peek(core);
     if (next == NULL) {
         *deadline = INT64_MAX;
         return NULL;
@@ -954,22 +960,6 @@ looper_control(dq_queue *q, int64_t (*fn)(dq_queue *, dq_core *, int64_t), int64
         r = fn(q, core, arg);
     dq_consumer_leave(&saved);
     return r;
-}
-
-/* The next message in delivery order, due or not, passing over a sync
-   barrier first (then the earliest async message); NULL if none. */
-static dq_node *looper_peek(dq_core *core)
-{
-    dq_node *s = heap_min(&core->sync_heap);
-    dq_node *a = heap_min(&core->async_heap);
-    if (s == NULL || node_is_barrier(s))
-        return a;
-    if (a == NULL)
-        return s;
-    return dq_key_less(*dq_heap_peek_key(&core->async_heap),
-                       *dq_heap_peek_key(&core->sync_heap))
-               ? a
-               : s;
 }
 
 static int64_t looper_peek_when(dq_queue *q, dq_core *core, int64_t unused)
